@@ -1,0 +1,26 @@
+// Velox: location first. Free chunks are split into vicinities (K-classes of
+// 2^VicinityLog2 bytes; the paper's K = 16 on 32 bits gives 64 KiB), each into
+// exact sizes. A request takes the exact size from the hint's vicinity, else
+// from the vicinity used last (temporal locality), else from the lowest-address
+// vicinity that has it (wilderness preservation).
+//   hash_table<vicinity, sparse identity, match_last_first> ∘ list<size, match> ∘ list<void>
+// 2^(47 - VicinityLog2) classes on 47-bit addresses call for the sparse index.
+#pragma once
+#include <allotheque/attributes/address_bits.hpp>
+#include <allotheque/attributes/size.hpp>
+#include <allotheque/containers/hash_table.hpp>
+#include <allotheque/containers/list.hpp>
+#include <allotheque/hashes/identity.hpp>
+#include <allotheque/heap.hpp>
+#include <allotheque/predicates/match.hpp>
+
+namespace allotheque {
+
+template <unsigned VicinityLog2 = 16, class TopPredicate = match_last_first>
+using velox_partition =
+    hash_table<vicinity<VicinityLog2>, list<size, list<void>, match>, TopPredicate, sparse_identity>;
+
+template <source S = sbrk_source, heap_options_like Options = heap_options<>, unsigned VicinityLog2 = 16>
+using velox_heap = heap<velox_partition<VicinityLog2>, S, Options>;
+
+} // namespace allotheque

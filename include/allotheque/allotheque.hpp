@@ -1,0 +1,32 @@
+// Everything: attributes, predicates, containers, hashes, sources, the heap,
+// the allocators and the std/pmr adapters.
+#pragma once
+#include <allotheque/version.hpp>
+#include <allotheque/request.hpp>
+#include <allotheque/attributes/attribute.hpp>
+#include <allotheque/attributes/size.hpp>
+#include <allotheque/attributes/address_bits.hpp>
+#include <allotheque/predicates/predicate.hpp>
+#include <allotheque/predicates/fits.hpp>
+#include <allotheque/predicates/match.hpp>
+#include <allotheque/containers/partition.hpp>
+#include <allotheque/containers/list.hpp>
+#include <allotheque/containers/rb_tree.hpp>
+#include <allotheque/containers/hash_table.hpp>
+#include <allotheque/hashes/pow2_segregation.hpp>
+#include <allotheque/hashes/multiple_of.hpp>
+#include <allotheque/hashes/identity.hpp>
+#include <allotheque/sources/malloc_source.hpp>
+#include <allotheque/sources/mmap_source.hpp>
+#include <allotheque/sources/sbrk_source.hpp>
+#include <allotheque/sources/counting_source.hpp>
+#include <allotheque/heap.hpp>
+#include <allotheque/allocators/kingsley.hpp>
+#include <allotheque/allocators/quickfit.hpp>
+#include <allotheque/allocators/velox.hpp>
+#include <allotheque/allocators/medius.hpp>
+#include <allotheque/allocators/defero.hpp>
+#include <allotheque/allocator.hpp>
+#include <allotheque/memory_resource.hpp>
+#include <allotheque/hint_policy.hpp>
+#include <allotheque/scoped_hint.hpp>

@@ -1,0 +1,167 @@
+// Where a hash table keeps its classes. A class's header is constructed when
+// the class becomes non-empty and simply abandoned when it empties, so a table
+// of untouched (zero) memory is valid: large tables are mapped lazily.
+//
+//   dense_index<N, H>:  N headers in one table, plus a bitmap tree of non-empty
+//                       classes (inline when small, mapped otherwise).
+//   sparse_index<B, H>: 2^B classes as a two-level radix: leaves of 4096
+//                       classes are mapped on demand (by `prepare`, before any
+//                       chunk of theirs exists), a bitmap tree over leaves and
+//                       one inside each leaf find the lowest/next non-empty
+//                       class in a few count-trailing-zeros.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+
+#include <allotheque/detail/bitmap_tree.hpp>
+#include <allotheque/detail/mapped_array.hpp>
+
+namespace allotheque {
+
+using detail::npos;
+
+namespace detail {
+inline constexpr std::size_t inline_table_limit = 4096;   // bytes kept inside the heap object
+
+template <class T, std::size_t N, bool Inline = N * sizeof(T) <= inline_table_limit>
+struct table_storage {
+    std::array<T, N> items{};
+    T* data() noexcept { return items.data(); }
+};
+template <class T, std::size_t N>
+struct table_storage<T, N, false> {
+    mapped_array<T> items{N};
+    T* data() noexcept { return items.data(); }
+};
+
+// Raw, uninitialised room for one header: constructed on demand.
+template <class H>
+struct alignas(H) header_slot {
+    std::byte raw[sizeof(H)];
+};
+} // namespace detail
+
+template <std::size_t N, class Header, class Init>
+class dense_index {
+    using bitmap = detail::bitmap_tree<N>;
+
+public:
+    static constexpr std::size_t classes = N;
+
+    Header* find(std::size_t i) noexcept { return live().test(i) ? slot(i) : nullptr; }
+    bool contains(std::size_t i) const noexcept { return i < N && const_cast<dense_index*>(this)->live().test(i); }
+    Header& obtain(std::size_t i) noexcept {
+        if (!live().test(i)) {
+            Init{}(*slot(i));
+            live().set(i);
+        }
+        return *slot(i);
+    }
+    void release(std::size_t i) noexcept { live().reset(i); }
+    std::size_t first() const noexcept { return next_from(0); }
+    std::size_t next(std::size_t i) const noexcept { return next_from(i + 1); }
+    bool prepare(std::size_t, std::size_t) noexcept { return true; }
+    std::size_t metadata_bytes() const noexcept { return sizeof(*this) > 0 ? N * sizeof(Header) : 0; }
+
+private:
+    std::size_t next_from(std::size_t i) const noexcept {
+        return const_cast<dense_index*>(this)->live().find_next(i);
+    }
+    bitmap live() noexcept { return bitmap(bits_.data()); }
+    Header* slot(std::size_t i) noexcept { return std::launder(reinterpret_cast<Header*>(&headers_.data()[i])); }
+
+    detail::table_storage<std::uint64_t, bitmap::storage_words> bits_;
+    detail::table_storage<detail::header_slot<Header>, N> headers_;
+};
+
+template <unsigned Bits, class Header, class Init>
+class sparse_index {
+    static constexpr unsigned leaf_bits = Bits < 12 ? Bits : 12;
+    static constexpr std::size_t leaf_classes = std::size_t{1} << leaf_bits;
+    static constexpr std::size_t leaves = std::size_t{1} << (Bits - leaf_bits);
+    using leaf_bitmap = detail::bitmap_tree<leaf_classes>;
+    using top_bitmap = detail::bitmap_tree<leaves>;
+
+    struct leaf {
+        std::uint64_t bits[leaf_bitmap::storage_words];
+        detail::header_slot<Header> headers[leaf_classes];
+    };
+
+public:
+    static constexpr std::size_t classes = std::size_t{1} << Bits;
+
+    sparse_index() = default;
+    sparse_index(const sparse_index&) = delete;
+    sparse_index& operator=(const sparse_index&) = delete;
+    ~sparse_index() {
+        for (std::size_t l = 0; l < leaves; ++l)
+            if (leaf_of_[l]) ::munmap(leaf_of_[l], sizeof(leaf));
+    }
+
+    Header* find(std::size_t i) noexcept {
+        leaf* lf = leaf_of_[i >> leaf_bits];
+        return lf && leaf_bitmap(lf->bits).test(i & (leaf_classes - 1)) ? slot(lf, i) : nullptr;
+    }
+    bool contains(std::size_t i) const noexcept { return const_cast<sparse_index*>(this)->find(i) != nullptr; }
+
+    // Maps the leaves for classes [lo, hi]; false when the system refuses.
+    bool prepare(std::size_t lo, std::size_t hi) noexcept {
+        for (std::size_t l = lo >> leaf_bits; l <= (hi >> leaf_bits); ++l) {
+            if (leaf_of_[l]) continue;
+            void* p = ::mmap(nullptr, sizeof(leaf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED) return false;
+            leaf_of_[l] = static_cast<leaf*>(p);
+            ++leaf_count_;
+        }
+        return true;
+    }
+
+    // Precondition: prepare() covered i.
+    Header& obtain(std::size_t i) noexcept {
+        leaf* lf = leaf_of_[i >> leaf_bits];
+        leaf_bitmap b(lf->bits);
+        const std::size_t j = i & (leaf_classes - 1);
+        if (!b.test(j)) {
+            Init{}(*slot(lf, i));
+            b.set(j);
+            top().set(i >> leaf_bits);
+        }
+        return *slot(lf, i);
+    }
+    void release(std::size_t i) noexcept {
+        leaf* lf = leaf_of_[i >> leaf_bits];
+        leaf_bitmap b(lf->bits);
+        b.reset(i & (leaf_classes - 1));
+        if (b.find_next(0) == npos) top().reset(i >> leaf_bits);
+    }
+    std::size_t first() const noexcept { return next_from(0); }
+    std::size_t next(std::size_t i) const noexcept { return next_from(i + 1); }
+    std::size_t metadata_bytes() const noexcept { return leaf_count_ * sizeof(leaf); }
+
+private:
+    std::size_t next_from(std::size_t i) const noexcept {
+        auto* self = const_cast<sparse_index*>(this);
+        if (i >= classes) return npos;
+        std::size_t l = i >> leaf_bits;
+        if (leaf* lf = leaf_of_[l]) {
+            const std::size_t j = leaf_bitmap(lf->bits).find_next(i & (leaf_classes - 1));
+            if (j != npos) return (l << leaf_bits) | j;
+        }
+        l = self->top().find_next(l + 1);
+        if (l == npos) return npos;
+        return (l << leaf_bits) | leaf_bitmap(leaf_of_[l]->bits).find_next(0);
+    }
+    top_bitmap top() noexcept { return top_bitmap(top_bits_.data()); }
+    static Header* slot(leaf* lf, std::size_t i) noexcept {
+        return std::launder(reinterpret_cast<Header*>(&lf->headers[i & (leaf_classes - 1)]));
+    }
+
+    detail::mapped_array<leaf*> leaf_of_{leaves};
+    detail::mapped_array<std::uint64_t> top_bits_{top_bitmap::storage_words};
+    std::size_t leaf_count_ = 0;
+};
+
+} // namespace allotheque

@@ -1,0 +1,96 @@
+// `hash_table<Attr, Nested, Pred, Hash>`: classes of `Attr` in a table indexed
+// by a hash function (see hashes/). Lookup is one index; "first non-empty" and
+// "next non-empty" come from the index's bitmaps, so the fallback predicates do
+// not walk empty classes. The table lives in the heap's root (or is mapped), not
+// in chunks, so a hash table is the outermost level of a partition.
+#pragma once
+#include <cstddef>
+#include <new>
+
+#include <allotheque/attributes/attribute.hpp>
+#include <allotheque/containers/class_index.hpp>
+#include <allotheque/containers/class_node.hpp>
+#include <allotheque/containers/partition.hpp>
+#include <allotheque/containers/search.hpp>
+#include <allotheque/hashes/hash_function.hpp>
+
+namespace allotheque {
+
+template <attribute Attr, partition Nested, allocation_predicate Pred, hash_function<Attr> Hash>
+struct hash_table {
+    static_assert(!size_attribute<Attr> || size_segregation<Hash>,
+                  "allotheque::hash_table: a size hash must say which chunk size serves each class (round)");
+    static_assert(requires { typename Hash::template index<Attr, int, hash_init_placeholder>; },
+                  "allotheque::hash_table: this hash function cannot index this attribute");
+
+    struct init_header {
+        void operator()(typename Nested::header_type& h) const noexcept { Nested::init(h); }
+    };
+    using index_type = typename Hash::template index<Attr, typename Nested::header_type, init_header>;
+    struct header_type {
+        index_type classes;
+        std::size_t last = npos;
+    };
+
+    static constexpr std::size_t min_chunk = Nested::min_chunk;
+    static constexpr bool size_exact =
+        (size_attribute<Attr> && is_exact_match<Pred> && Hash::exact) || Nested::size_exact;
+    static constexpr bool address_safe = (!address_attribute<Attr> || can_leave_target<Pred>) && Nested::address_safe;
+    static constexpr bool reads_size = size_attribute<Attr> || Nested::reads_size;
+    static constexpr bool reads_address = address_attribute<Attr> || Nested::reads_address;
+    static constexpr bool stored_in_chunks = false;
+
+    static void init(header_type& h) { ::new (static_cast<void*>(&h)) header_type(); }
+    static void destroy(header_type& h) noexcept { h.~header_type(); }
+    static bool empty(const header_type& h) noexcept { return h.classes.first() == npos; }
+    static constexpr std::size_t round_size(std::size_t n) noexcept {
+        if constexpr (size_attribute<Attr>) return Nested::round_size(Hash::round(n));
+        else return Nested::round_size(n);
+    }
+    static bool accepts(const std::byte* p, std::size_t n, const request& r) noexcept {
+        return value_accepts<Pred>(class_of(Attr::of_chunk(p, n)), class_of(Attr::of_request(r))) &&
+               Nested::accepts(p, n, r);
+    }
+    // Makes sure every class a chunk in [p, p+n) can fall in has its metadata.
+    static bool prepare(header_type& h, std::byte* p, std::size_t n) noexcept {
+        if constexpr (address_attribute<Attr>)
+            return h.classes.prepare(class_of(Attr::of_chunk(p, n)), class_of(Attr::of_chunk(p + n - 1, 1)));
+        else return true;
+    }
+    static std::size_t metadata_bytes(const header_type& h) noexcept { return h.classes.metadata_bytes(); }
+
+    struct cursor {
+        using handle = std::size_t;
+        using value_type = std::size_t;
+        header_type& h;
+        handle none() const noexcept { return npos; }
+        handle first() const noexcept { return h.classes.first(); }
+        handle next(handle i) const noexcept { return h.classes.next(i); }
+        handle lookup(value_type i) const noexcept { return h.classes.contains(i) ? i : npos; }
+        value_type value(handle i) const noexcept { return i; }
+        handle last() const noexcept { return h.last != npos && h.classes.contains(h.last) ? h.last : npos; }
+    };
+
+    static std::byte* allocate(header_type& h, const request& r) noexcept {
+        cursor c{h};
+        return search<Pred>(c, class_of(Attr::of_request(r)), [&](std::size_t i) noexcept -> std::byte* {
+            auto& nested = *h.classes.find(i);
+            std::byte* p = Nested::allocate(nested, r);
+            if (!p) return nullptr;
+            if (Nested::empty(nested)) h.classes.release(i);
+            if constexpr (Pred::remembers) h.last = i;
+            return p;
+        });
+    }
+
+    static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept {
+        Nested::deallocate(h.classes.obtain(class_of(Attr::of_chunk(p, n))), p, n);
+    }
+
+private:
+    static constexpr std::size_t class_of(typename Attr::value_type v) noexcept {
+        return Hash::template index_of<Attr>(v);
+    }
+};
+
+} // namespace allotheque

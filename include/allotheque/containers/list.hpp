@@ -1,0 +1,137 @@
+// `list<Attr, Nested, Pred, Links>`: classes of `Attr` kept in a linked list.
+// `list<void>`: the terminal E-container, a list of the free chunks themselves.
+//
+// A class node (link, the value when the attribute is explicit, the nested
+// header) lives in its host chunk. The host is not in the nested partition: it
+// is handed out last, when the nested partition has run dry, and the class
+// disappears with it.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <new>
+#include <type_traits>
+
+#include <allotheque/attributes/attribute.hpp>
+#include <allotheque/containers/class_node.hpp>
+#include <allotheque/containers/links.hpp>
+#include <allotheque/containers/partition.hpp>
+#include <allotheque/containers/search.hpp>
+#include <allotheque/predicates/fits.hpp>
+
+namespace allotheque {
+
+template <class Attr, class Nested = void, class Pred = any, class Links = singly_linked>
+struct list;
+
+// ---- terminal: the chunks -------------------------------------------------
+template <class Pred, class Links>
+struct list<void, void, Pred, Links> {
+    struct chunk : Links::hook {};
+    using header_type = typename Links::template container<chunk>;
+
+    static constexpr std::size_t min_chunk = sizeof(chunk);
+    static constexpr bool size_exact = false;
+    static constexpr bool address_safe = true;
+    static constexpr bool reads_size = false;
+    static constexpr bool reads_address = false;
+    static constexpr bool stored_in_chunks = true;
+    static bool prepare(header_type&, std::byte*, std::size_t) noexcept { return true; }
+    static void destroy(header_type&) noexcept {}
+
+    static void init(header_type& h) noexcept { ::new (static_cast<void*>(&h)) header_type(); }
+    static bool empty(const header_type& h) noexcept { return h.empty(); }
+    static bool accepts(const std::byte*, std::size_t, const request&) noexcept { return true; }
+    static constexpr std::size_t round_size(std::size_t n) noexcept { return n; }
+
+    static std::byte* allocate(header_type& h, const request&) noexcept {
+        if (h.empty()) return nullptr;
+        chunk& c = h.front();
+        h.pop_front();
+        return reinterpret_cast<std::byte*>(&c);
+    }
+    static void deallocate(header_type& h, std::byte* p, std::size_t) noexcept {
+        h.push_front(*::new (static_cast<void*>(p)) chunk);
+    }
+    // Links a run of chunks already threaded together in one splice: the range
+    // deallocation the paper offers STL containers.
+    static void deallocate_run(header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
+        for (std::size_t i = count; i-- > 0;) deallocate(h, ps[i], n);
+    }
+};
+
+// ---- class container: classes of Attr in a list ---------------------------
+template <attribute Attr, partition Nested, allocation_predicate Pred, class Links>
+struct list<Attr, Nested, Pred, Links> {
+    static_assert(Nested::stored_in_chunks,
+                  "allotheque::list: the nested partition keeps system resources in its header (a mapped "
+                  "hash table); it can only be the outermost level");
+    using value_type = typename Attr::value_type;
+    struct node : Links::hook, class_node_base<node, Attr, Nested> {};
+    struct header_type {
+        typename Links::template container<node> classes;
+        [[no_unique_address]] detail::slot<Pred::remembers, node*> last{};
+    };
+
+    static constexpr std::size_t min_chunk = std::max(sizeof(node), Nested::min_chunk);
+    static constexpr bool size_exact = (size_attribute<Attr> && is_exact_match<Pred>) || Nested::size_exact;
+    static constexpr bool address_safe = (!address_attribute<Attr> || can_leave_target<Pred>) && Nested::address_safe;
+    static constexpr bool reads_size = size_attribute<Attr> || Nested::reads_size;
+    static constexpr bool reads_address = address_attribute<Attr> || Nested::reads_address;
+    static constexpr bool stored_in_chunks = true;
+    static bool prepare(header_type&, std::byte*, std::size_t) noexcept { return true; }
+    static void destroy(header_type&) noexcept {}
+
+    static void init(header_type& h) noexcept { ::new (static_cast<void*>(&h)) header_type(); }
+    static bool empty(const header_type& h) noexcept { return h.classes.empty(); }
+    static constexpr std::size_t round_size(std::size_t n) noexcept { return Nested::round_size(n); }
+
+    static bool accepts(const std::byte* p, std::size_t n, const request& r) noexcept {
+        return value_accepts<Pred>(Attr::of_chunk(p, n), Attr::of_request(r)) && Nested::accepts(p, n, r);
+    }
+
+    struct cursor {
+        using handle = node*;
+        using value_type = typename Attr::value_type;
+        header_type& h;
+        handle none() const noexcept { return nullptr; }
+        handle first() noexcept { return h.classes.empty() ? nullptr : &h.classes.front(); }
+        handle next(handle n) noexcept {
+            auto it = std::next(h.classes.iterator_to(*n));
+            return it == h.classes.end() ? nullptr : &*it;
+        }
+        handle lookup(value_type v) noexcept {
+            for (node& n : h.classes)
+                if (n.value() == v) return &n;
+            return nullptr;
+        }
+        value_type value(handle n) const noexcept { return n->value(); }
+        handle last() const noexcept {
+            if constexpr (Pred::remembers) return h.last;
+            else return nullptr;
+        }
+    };
+
+    static std::byte* allocate(header_type& h, const request& r) noexcept {
+        cursor c{h};
+        return search<Pred>(c, Attr::of_request(r), [&](node* n) noexcept -> std::byte* {
+            if (std::byte* p = Nested::allocate(n->nested, r)) {
+                if constexpr (Pred::remembers) h.last = n;
+                return p;
+            }
+            if (!Nested::empty(n->nested) || !Nested::accepts(n->host(), n->host_size(), r)) return nullptr;
+            if constexpr (Pred::remembers)
+                if (h.last == n) h.last = nullptr;
+            Links::unlink(h.classes, *n);
+            return n->host();
+        });
+    }
+
+    static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept {
+        const value_type v = Attr::of_chunk(p, n);
+        cursor c{h};
+        if (node* cls = c.lookup(v)) return Nested::deallocate(cls->nested, p, n);
+        h.classes.push_front(*node::make(p, n));
+    }
+};
+
+} // namespace allotheque

@@ -1,0 +1,21 @@
+// Power-of-two size classes (Kingsley): class k holds chunks of 2^k bytes.
+#pragma once
+#include <bit>
+#include <cstddef>
+
+#include <allotheque/containers/class_index.hpp>
+
+namespace allotheque {
+
+struct pow2_segregation {
+    static constexpr bool exact = true;
+    template <class Attr>
+    static constexpr std::size_t index_of(typename Attr::value_type n) noexcept {
+        return n <= 1 ? 0 : static_cast<std::size_t>(std::bit_width(n - 1));
+    }
+    static constexpr std::size_t round(std::size_t n) noexcept { return std::bit_ceil(n); }
+    template <class Attr, class Header, class Init>
+    using index = dense_index<64, Header, Init>;
+};
+
+} // namespace allotheque

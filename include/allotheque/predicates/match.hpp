@@ -1,0 +1,21 @@
+// The matching predicates: look the target class up, then (maybe) fall back.
+#pragma once
+#include <allotheque/predicates/predicate.hpp>
+
+namespace allotheque {
+
+// First class equal to the target, found by walking from the beginning.
+struct match : predicate_of<start_at::begin, stop_when::equal> {};
+// The target class by direct lookup and nothing else (Kingsley's bins).
+struct match_only : predicate_of<start_at::lookup, stop_when::equal> {};
+// The target class, else the first class that can serve (lowest address for
+// address attributes).
+struct match_first : predicate_of<start_at::lookup, stop_when::equal, fallback_to::first> {};
+// The target class, else the class used last (temporal locality), else the
+// first one (wilderness preservation): Velox and Medius.
+struct match_last_first : predicate_of<start_at::lookup, stop_when::equal, fallback_to::last_then_first> {};
+// Look at the last used class first and take it when it equals the target
+// (saving a lookup), else the target, else last, else first: Defero's `next`.
+struct match_next : predicate_of<start_at::lookup, stop_when::equal, fallback_to::last_only_then_first> {};
+
+} // namespace allotheque

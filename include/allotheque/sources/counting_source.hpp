@@ -1,0 +1,46 @@
+// A source wrapper that counts what the heap holds from the system: bytes now,
+// the high-water mark and the calls. Tests use it to prove that a heap gives
+// everything back; the benchmarks use it for the memory columns.
+#pragma once
+#include <cstddef>
+
+#include <allotheque/sources/source.hpp>
+
+namespace allotheque {
+
+template <source Upstream>
+class counting_source {
+public:
+    counting_source() = default;
+    explicit counting_source(Upstream up) : up_(static_cast<Upstream&&>(up)) {}
+
+    void* allocate(std::size_t n, const void* near) noexcept {
+        void* p = up_.allocate(n, near);
+        if (p) {
+            ++allocations_;
+            bytes_ += n;
+            if (bytes_ > peak_) peak_ = bytes_;
+        } else {
+            ++refusals_;
+        }
+        return p;
+    }
+    void deallocate(void* p, std::size_t n) noexcept {
+        ++deallocations_;
+        bytes_ -= n;
+        up_.deallocate(p, n);
+    }
+
+    std::size_t bytes() const noexcept { return bytes_; }
+    std::size_t peak_bytes() const noexcept { return peak_; }
+    std::size_t allocations() const noexcept { return allocations_; }
+    std::size_t deallocations() const noexcept { return deallocations_; }
+    std::size_t refusals() const noexcept { return refusals_; }
+    Upstream& upstream() noexcept { return up_; }
+
+private:
+    [[no_unique_address]] Upstream up_{};
+    std::size_t bytes_ = 0, peak_ = 0, allocations_ = 0, deallocations_ = 0, refusals_ = 0;
+};
+
+} // namespace allotheque
