@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <new>
+#include <type_traits>
 
 #include <allotheque/attributes/attribute.hpp>
 #include <allotheque/containers/class_index.hpp>
@@ -27,9 +28,21 @@ struct hash_table {
         void operator()(typename Nested::header_type& h) const noexcept { Nested::init(h); }
     };
     using index_type = typename Hash::template index<Attr, typename Nested::header_type, init_header>;
+    // The fallback walk looks for the lowest class that can serve a size. Walking
+    // from the first class every time makes an exhausted heap quadratic, so the
+    // table keeps, per request size (direct-mapped, tagged), a lower bound on the
+    // first class that holds it: raised to where a walk ended, lowered when a
+    // chunk of that size comes back. Same answer as a full walk, amortised O(1).
+    struct walk_memo {
+        std::size_t size = 0;
+        std::size_t from = 0;
+    };
+    static constexpr bool memoised = Pred::fallback != fallback_to::none && !size_attribute<Attr>;
+    static constexpr std::size_t memo_slots = 64;
     struct header_type {
         index_type classes;
         std::size_t last = npos;
+        [[no_unique_address]] detail::slot<memoised, walk_memo[memo_slots]> memo{};
     };
 
     static constexpr std::size_t min_chunk = Nested::min_chunk;
@@ -70,9 +83,21 @@ struct hash_table {
         value_type value(handle i) const noexcept { return i; }
         handle last() const noexcept { return h.last != npos && h.classes.contains(h.last) ? h.last : npos; }
     };
+    struct memo_cursor : cursor {
+        std::size_t size;
+        walk_memo& slot() const noexcept { return this->h.memo[(size / 8) % memo_slots]; }
+        std::size_t walk_start() const noexcept {
+            const walk_memo& m = slot();
+            if (m.size != size) return this->first();
+            if (m.from == npos) return npos;
+            return this->h.classes.contains(m.from) ? m.from : this->h.classes.next(m.from);
+        }
+        void walk_ended(std::size_t at) const noexcept { slot() = walk_memo{size, at}; }
+    };
 
     static std::byte* allocate(header_type& h, const request& r) noexcept {
-        cursor c{h};
+        std::conditional_t<memoised, memo_cursor, cursor> c{{h}};
+        if constexpr (memoised) c.size = r.size;
         return search<Pred>(c, class_of(Attr::of_request(r)), [&](std::size_t i) noexcept -> std::byte* {
             auto& nested = *h.classes.find(i);
             std::byte* p = Nested::allocate(nested, r);
@@ -84,7 +109,12 @@ struct hash_table {
     }
 
     static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept {
-        Nested::deallocate(h.classes.obtain(class_of(Attr::of_chunk(p, n))), p, n);
+        const std::size_t i = class_of(Attr::of_chunk(p, n));
+        if constexpr (memoised) {
+            walk_memo& m = h.memo[(n / 8) % memo_slots];
+            if (m.size == n && (m.from == npos || i < m.from)) m.from = i;
+        }
+        Nested::deallocate(h.classes.obtain(i), p, n);
     }
 
 private:

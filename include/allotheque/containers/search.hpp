@@ -48,9 +48,17 @@ std::byte* search(C& c, typename C::value_type target, Attempt&& attempt) {
                     tried_last = l;
                 }
             }
-            for (handle h = c.first(); h != none; h = c.next(h))
+            // A container may know a lower bound for where the walk can first
+            // succeed (see hash_table's scan memo); it learns where it ended.
+            handle from = c.first();
+            if constexpr (requires { c.walk_start(); }) from = c.walk_start();
+            for (handle h = from; h != none; h = c.next(h))
                 if (h != looked && h != tried_last)
-                    if (std::byte* p = attempt(h)) return p;
+                    if (std::byte* p = attempt(h)) {
+                        if constexpr (requires { c.walk_ended(h); }) c.walk_ended(h);
+                        return p;
+                    }
+            if constexpr (requires { c.walk_ended(none); }) c.walk_ended(none);
             return nullptr;
         }
     } else {
