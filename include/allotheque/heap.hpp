@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <new>
 
@@ -92,17 +93,19 @@ public:
     }
     static constexpr bool is_large(std::size_t good) noexcept { return good > Options::large_threshold; }
 
-    [[nodiscard]] void* allocate(const request& r) {
+    template <request_like R = request>
+    [[nodiscard]] void* allocate(const R& r) {
         void* p = try_allocate(r);
         if (!p) throw std::bad_alloc();
         return p;
     }
 
-    [[nodiscard]] void* try_allocate(const request& r) noexcept {
+    template <request_like R = request>
+    [[nodiscard]] void* try_allocate(const R& r) noexcept {
         const std::size_t s = good_size(r.size, r.alignment);
         if (s == 0) return nullptr;
         if (is_large(s)) return allocate_large(s, r.hint);
-        request q = r;
+        R q = r;
         q.size = s;
         std::byte* p = P::allocate(root_, q);
         if (!p) p = refill(s, r.hint);
@@ -117,6 +120,30 @@ public:
         if (s == 0) return;   // no allocation can have had this size
         if (is_large(s)) return deallocate_large(static_cast<std::byte*>(p), s);
         P::deallocate(root_, static_cast<std::byte*>(p), s);
+    }
+
+    // Gives back `count` blocks allocated with the same size (and alignment) as
+    // `r` carries, in one pass over the partition: each run of consecutive
+    // blocks that share a class is linked into it after a single class lookup
+    // (a container's clear() frees its nodes this way). Null entries are skipped.
+    void deallocate_run(void* const* ps, std::size_t count, const request& r) noexcept {
+        const std::size_t s = good_size(r.size, r.alignment);
+        if (s == 0) return;
+        std::byte* batch[64];
+        std::size_t k = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+            if (!ps[i]) continue;
+            if (is_large(s)) {
+                deallocate_large(static_cast<std::byte*>(ps[i]), s);
+                continue;
+            }
+            batch[k++] = static_cast<std::byte*>(ps[i]);
+            if (k == std::size(batch) || i + 1 == count) {
+                deallocate_run_in<P>(root_, batch, k, s);
+                k = 0;
+            }
+        }
+        if (k > 0) deallocate_run_in<P>(root_, batch, k, s);
     }
 
     // Drops every block at once and returns all memory to the source; the heap

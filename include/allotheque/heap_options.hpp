@@ -3,6 +3,7 @@
 // source, and how much it asks the source for at once (growing with the heap,
 // so a small heap stays small and a large one makes few system calls).
 #pragma once
+#include <concepts>
 #include <cstddef>
 
 #include <allotheque/detail/bits.hpp>

@@ -36,7 +36,8 @@ struct address_bits {
         return (static_cast<std::uint64_t>(a) >> Lo) & detail::low_mask(width);
     }
     static value_type of_chunk(const std::byte* p, std::size_t) noexcept { return of_address(detail::address_of(p)); }
-    static value_type of_request(const request& r) noexcept { return of_address(detail::address_of(r.hint)); }
+    template <request_like R>
+    static value_type of_request(const R& r) noexcept { return of_address(detail::address_of(r.hint)); }
 };
 
 template <unsigned K>

@@ -13,7 +13,8 @@ struct size {
     static constexpr std::size_t stored_bytes = sizeof(value_type);
 
     static constexpr value_type of_chunk(const std::byte*, std::size_t n) noexcept { return n; }
-    static constexpr value_type of_request(const request& r) noexcept { return r.size; }
+    template <request_like R>
+    static constexpr value_type of_request(const R& r) noexcept { return r.size; }
 };
 
 static_assert(size_attribute<size>);

@@ -60,7 +60,8 @@ struct hash_table {
         if constexpr (size_attribute<Attr>) return Nested::round_size(Hash::round(n));
         else return Nested::round_size(n);
     }
-    static bool accepts(const std::byte* p, std::size_t n, const request& r) noexcept {
+    template <request_like R>
+    static bool accepts(const std::byte* p, std::size_t n, const R& r) noexcept {
         return value_accepts<Pred>(class_of(Attr::of_chunk(p, n)), class_of(Attr::of_request(r))) &&
                Nested::accepts(p, n, r);
     }
@@ -95,9 +96,12 @@ struct hash_table {
         void walk_ended(std::size_t at) const noexcept { slot() = walk_memo{size, at}; }
     };
 
-    static std::byte* allocate(header_type& h, const request& r) noexcept {
-        std::conditional_t<memoised, memo_cursor, cursor> c{{h}};
-        if constexpr (memoised) c.size = r.size;
+    template <request_like R>
+    static std::byte* allocate(header_type& h, const R& r) noexcept {
+        auto c = [&] {
+            if constexpr (memoised) return memo_cursor{{h}, r.size};
+            else return cursor{h};
+        }();
         return search<Pred>(c, class_of(Attr::of_request(r)), [&](std::size_t i) noexcept -> std::byte* {
             auto& nested = *h.classes.find(i);
             std::byte* p = Nested::allocate(nested, r);
@@ -115,6 +119,22 @@ struct hash_table {
             if (m.size == n && (m.from == npos || i < m.from)) m.from = i;
         }
         Nested::deallocate(h.classes.obtain(i), p, n);
+    }
+
+    // One class lookup per run of consecutive chunks that share a class.
+    static void deallocate_run(header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
+        while (count > 0) {
+            const std::size_t k =
+                same_class_run(ps, count, [n](std::byte* p) { return class_of(Attr::of_chunk(p, n)); });
+            const std::size_t i = class_of(Attr::of_chunk(ps[0], n));
+            if constexpr (memoised) {
+                walk_memo& m = h.memo[(n / 8) % memo_slots];
+                if (m.size == n && (m.from == npos || i < m.from)) m.from = i;
+            }
+            deallocate_run_in<Nested>(h.classes.obtain(i), ps, k, n);
+            ps += k;
+            count -= k;
+        }
     }
 
 private:

@@ -40,10 +40,12 @@ struct list<void, void, Pred, Links> {
 
     static void init(header_type& h) noexcept { ::new (static_cast<void*>(&h)) header_type(); }
     static bool empty(const header_type& h) noexcept { return h.empty(); }
-    static bool accepts(const std::byte*, std::size_t, const request&) noexcept { return true; }
+    template <request_like R>
+    static bool accepts(const std::byte*, std::size_t, const R&) noexcept { return true; }
     static constexpr std::size_t round_size(std::size_t n) noexcept { return n; }
 
-    static std::byte* allocate(header_type& h, const request&) noexcept {
+    template <request_like R>
+    static std::byte* allocate(header_type& h, const R&) noexcept {
         if (h.empty()) return nullptr;
         chunk& c = h.front();
         h.pop_front();
@@ -85,7 +87,8 @@ struct list<Attr, Nested, Pred, Links> {
     static bool empty(const header_type& h) noexcept { return h.classes.empty(); }
     static constexpr std::size_t round_size(std::size_t n) noexcept { return Nested::round_size(n); }
 
-    static bool accepts(const std::byte* p, std::size_t n, const request& r) noexcept {
+    template <request_like R>
+    static bool accepts(const std::byte* p, std::size_t n, const R& r) noexcept {
         return value_accepts<Pred>(Attr::of_chunk(p, n), Attr::of_request(r)) && Nested::accepts(p, n, r);
     }
 
@@ -111,7 +114,8 @@ struct list<Attr, Nested, Pred, Links> {
         }
     };
 
-    static std::byte* allocate(header_type& h, const request& r) noexcept {
+    template <request_like R>
+    static std::byte* allocate(header_type& h, const R& r) noexcept {
         cursor c{h};
         return search<Pred>(c, Attr::of_request(r), [&](node* n) noexcept -> std::byte* {
             if (std::byte* p = Nested::allocate(n->nested, r)) {
@@ -131,6 +135,24 @@ struct list<Attr, Nested, Pred, Links> {
         cursor c{h};
         if (node* cls = c.lookup(v)) return Nested::deallocate(cls->nested, p, n);
         h.classes.push_front(*node::make(p, n));
+    }
+
+    // Chunks of one class found once per run of consecutive same-class chunks;
+    // a new class takes the run's first chunk as its host.
+    static void deallocate_run(header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
+        cursor c{h};
+        while (count > 0) {
+            const std::size_t k = same_class_run(ps, count, [n](std::byte* p) { return Attr::of_chunk(p, n); });
+            if (node* cls = c.lookup(Attr::of_chunk(ps[0], n))) {
+                deallocate_run_in<Nested>(cls->nested, ps, k, n);
+            } else {
+                node* fresh = node::make(ps[0], n);
+                deallocate_run_in<Nested>(fresh->nested, ps + 1, k - 1, n);
+                h.classes.push_front(*fresh);
+            }
+            ps += k;
+            count -= k;
+        }
     }
 };
 

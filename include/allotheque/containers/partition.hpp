@@ -35,4 +35,27 @@ concept partition = requires(typename C::header_type& h, const typename C::heade
     { C::round_size(n) } -> std::same_as<std::size_t>;      // the chunk size that serves a request of n bytes
 };
 
+// Range deallocation (optional member of a partition):
+//   C::deallocate_run(h, ps, count, n) gives back chunks ps[0..count) of n bytes
+// each. A class container finds the class of a run of consecutive chunks that
+// share it once and hands the whole run down; the terminal list links them.
+// `deallocate_run_in<C>` uses the member when C has one, else one by one.
+template <class C>
+void deallocate_run_in(typename C::header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
+    if constexpr (requires { C::deallocate_run(h, ps, count, n); }) {
+        C::deallocate_run(h, ps, count, n);
+    } else {
+        for (std::size_t i = 0; i < count; ++i) C::deallocate(h, ps[i], n);
+    }
+}
+
+// Length of the run of chunks from ps[0] whose class `key(p)` equals the first's.
+template <class Key>
+std::size_t same_class_run(std::byte* const* ps, std::size_t count, Key&& key) noexcept {
+    const auto v = key(ps[0]);
+    std::size_t j = 1;
+    while (j < count && key(ps[j]) == v) ++j;
+    return j;
+}
+
 } // namespace allotheque

@@ -49,7 +49,8 @@ struct rb_tree {
     static bool prepare(header_type&, std::byte*, std::size_t) noexcept { return true; }
     static bool empty(const header_type& h) noexcept { return h.classes.empty(); }
     static constexpr std::size_t round_size(std::size_t n) noexcept { return Nested::round_size(n); }
-    static bool accepts(const std::byte* p, std::size_t n, const request& r) noexcept {
+    template <request_like R>
+    static bool accepts(const std::byte* p, std::size_t n, const R& r) noexcept {
         return value_accepts<Pred>(Attr::of_chunk(p, n), Attr::of_request(r)) && Nested::accepts(p, n, r);
     }
 
@@ -74,7 +75,8 @@ struct rb_tree {
         }
     };
 
-    static std::byte* allocate(header_type& h, const request& r) noexcept {
+    template <request_like R>
+    static std::byte* allocate(header_type& h, const R& r) noexcept {
         auto attempt = [&](node* n) noexcept -> std::byte* {
             if (std::byte* p = Nested::allocate(n->nested, r)) {
                 if constexpr (Pred::remembers) h.last = n;
@@ -104,6 +106,23 @@ struct rb_tree {
         auto [it, fresh] = h.classes.insert_unique_check(Attr::of_chunk(p, n), data);
         if (!fresh) return Nested::deallocate(it->nested, p, n);
         h.classes.insert_unique_commit(*node::make(p, n), data);
+    }
+
+    static void deallocate_run(header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
+        while (count > 0) {
+            const std::size_t k = same_class_run(ps, count, [n](std::byte* p) { return Attr::of_chunk(p, n); });
+            typename tree_type::insert_commit_data data;
+            auto [it, fresh] = h.classes.insert_unique_check(Attr::of_chunk(ps[0], n), data);
+            if (!fresh) {
+                deallocate_run_in<Nested>(it->nested, ps, k, n);
+            } else {
+                node* cls = node::make(ps[0], n);
+                deallocate_run_in<Nested>(cls->nested, ps + 1, k - 1, n);
+                h.classes.insert_unique_commit(*cls, data);
+            }
+            ps += k;
+            count -= k;
+        }
     }
 };
 

@@ -24,7 +24,7 @@ constexpr std::size_t natural_alignment(std::size_t size) noexcept {
     return a > page_size ? page_size : a;
 }
 
-constexpr std::uintptr_t address_of(const void* p) noexcept { return reinterpret_cast<std::uintptr_t>(p); }
+inline std::uintptr_t address_of(const void* p) noexcept { return reinterpret_cast<std::uintptr_t>(p); }
 
 constexpr std::uint64_t low_mask(unsigned bits) noexcept {
     return bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
