@@ -26,6 +26,8 @@
 #include <allotheque/allocators/velox.hpp>
 #include <allotheque/allocators/medius.hpp>
 #include <allotheque/allocators/defero.hpp>
+#include <allotheque/allocators/lea.hpp>
+#include <allotheque/allocators/kingsley_coalescing.hpp>
 #include <allotheque/allocator.hpp>
 #include <allotheque/memory_resource.hpp>
 #include <allotheque/hint_policy.hpp>

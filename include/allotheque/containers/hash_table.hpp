@@ -31,13 +31,18 @@ struct hash_table {
     // The fallback walk looks for the lowest class that can serve a size. Walking
     // from the first class every time makes an exhausted heap quadratic, so the
     // table keeps, per request size (direct-mapped, tagged), a lower bound on the
-    // first class that holds it: raised to where a walk ended, lowered when a
-    // chunk of that size comes back. Same answer as a full walk, amortised O(1).
+    // first class that holds it (raised to where a walk ended, lowered when a
+    // chunk of that size comes back) and, once a walk has come up empty, the exact
+    // number of such chunks left, so a walk that cannot succeed is not started.
+    // Same answers as a full walk. Needs exact sizes below this level.
     struct walk_memo {
         std::size_t size = 0;
         std::size_t from = 0;
+        std::size_t count = 0;
+        bool counted = false;
     };
-    static constexpr bool memoised = Pred::fallback != fallback_to::none && !size_attribute<Attr>;
+    static constexpr bool memoised =
+        Pred::fallback != fallback_to::none && !size_attribute<Attr> && Nested::size_exact;
     static constexpr std::size_t memo_slots = 64;
     struct header_type {
         index_type classes;
@@ -90,33 +95,56 @@ struct hash_table {
         std::size_t walk_start() const noexcept {
             const walk_memo& m = slot();
             if (m.size != size) return this->first();
-            if (m.from == npos) return npos;
+            if (m.from == npos || (m.counted && m.count == 0)) return npos;
             return this->h.classes.contains(m.from) ? m.from : this->h.classes.next(m.from);
         }
-        void walk_ended(std::size_t at) const noexcept { slot() = walk_memo{size, at}; }
+        void walk_ended(std::size_t at) const noexcept {
+            walk_memo& m = slot();
+            if (at == npos) m = walk_memo{size, npos, 0, true};
+            else if (m.size == size) m.from = at;
+            else m = walk_memo{size, at, 0, false};
+        }
     };
 
     template <request_like R>
     static std::byte* allocate(header_type& h, const R& r) noexcept {
+        if constexpr (Pred::start == start_at::begin &&
+                      (Pred::stop == stop_when::greater_equal || Pred::stop == stop_when::min_fit)) {
+            // Classes are ordered: start at the target class, skip empty ones by bitmap.
+            const std::size_t target = class_of(Attr::of_request(r));
+            for (std::size_t i = target == 0 ? h.classes.first() : h.classes.next(target - 1); i != npos;
+                 i = h.classes.next(i))
+                if (std::byte* p = take_from(h, i, r)) return p;
+            return nullptr;
+        }
         auto c = [&] {
             if constexpr (memoised) return memo_cursor{{h}, r.size};
             else return cursor{h};
         }();
-        return search<Pred>(c, class_of(Attr::of_request(r)), [&](std::size_t i) noexcept -> std::byte* {
-            auto& nested = *h.classes.find(i);
-            std::byte* p = Nested::allocate(nested, r);
-            if (!p) return nullptr;
-            if (Nested::empty(nested)) h.classes.release(i);
-            if constexpr (Pred::remembers) h.last = i;
-            return p;
-        });
+        return search<Pred>(c, class_of(Attr::of_request(r)),
+                            [&](std::size_t i) noexcept -> std::byte* { return take_from(h, i, r); });
+    }
+
+    // Takes chunk [p, p+n) out wherever it is (what a simultaneous partition
+    // needs when another partition claims the chunk). Needs a nested partition
+    // that can remove an element.
+    static void remove(header_type& h, std::byte* p, std::size_t n) noexcept
+        requires requires(typename Nested::header_type& nh) { Nested::remove(nh, p, n); }
+    {
+        const std::size_t i = class_of(Attr::of_chunk(p, n));
+        auto& nested = *h.classes.find(i);
+        Nested::remove(nested, p, n);
+        if (Nested::empty(nested)) h.classes.release(i);
     }
 
     static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept {
         const std::size_t i = class_of(Attr::of_chunk(p, n));
         if constexpr (memoised) {
             walk_memo& m = h.memo[(n / 8) % memo_slots];
-            if (m.size == n && (m.from == npos || i < m.from)) m.from = i;
+            if (m.size == n) {
+                if (m.from == npos || i < m.from) m.from = i;
+                m.count += m.counted;
+            }
         }
         Nested::deallocate(h.classes.obtain(i), p, n);
     }
@@ -138,6 +166,19 @@ struct hash_table {
     }
 
 private:
+    template <request_like R>
+    static std::byte* take_from(header_type& h, std::size_t i, const R& r) noexcept {
+        auto& nested = *h.classes.find(i);
+        std::byte* p = Nested::allocate(nested, r);
+        if (!p) return nullptr;
+        if constexpr (memoised) {
+            walk_memo& m = h.memo[(r.size / 8) % memo_slots];
+            if (m.size == r.size && m.counted) --m.count;
+        }
+        if (Nested::empty(nested)) h.classes.release(i);
+        if constexpr (Pred::remembers) h.last = i;
+        return p;
+    }
     static constexpr std::size_t class_of(typename Attr::value_type v) noexcept {
         return Hash::template index_of<Attr>(v);
     }

@@ -73,6 +73,10 @@ std::byte* search(C& c, typename C::value_type target, Attempt&& attempt) {
             handle best = none;
             for (handle h = c.first(); h != none; h = c.next(h)) {
                 if (Pred::stop == stop_when::min_fit && !fits(h)) continue;
+                if (Pred::stop == stop_when::min_fit && c.value(h) == target) {   // cannot do better
+                    best = h;
+                    break;
+                }
                 if (best == none || (Pred::stop == stop_when::min_fit ? c.value(h) < c.value(best)
                                                                       : c.value(h) > c.value(best)))
                     best = h;

@@ -1,0 +1,106 @@
+// `list<Attr, void, Pred, Links>`: an E-container whose elements are the free
+// chunks themselves, searched by their own attribute value (the paper's
+// `list<size, best-fit>`). Each chunk is a link plus, for an explicit attribute,
+// its stored value; an implicit one is read from the chunk (e.g. a size kept in
+// a boundary tag). Chunk sizes differ, so a size search here is a fit, not a
+// match: a heap uses it under splitting.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <iterator>
+#include <new>
+#include <type_traits>
+
+#include <allotheque/attributes/attribute.hpp>
+#include <allotheque/containers/class_node.hpp>
+#include <allotheque/containers/list.hpp>
+#include <allotheque/containers/search.hpp>
+
+namespace allotheque {
+
+template <attribute Attr, allocation_predicate Pred, class Links>
+struct list<Attr, void, Pred, Links> {
+    struct chunk : Links::hook {
+        [[no_unique_address]] detail::slot<Attr::is_explicit, typename Attr::value_type> stored{};
+        typename Attr::value_type value() const noexcept {
+            if constexpr (Attr::is_explicit) return stored;
+            else return Attr::of_chunk(reinterpret_cast<const std::byte*>(this), 0);
+        }
+    };
+    using header_type = typename Links::template container<chunk>;
+
+    static constexpr std::size_t min_chunk = sizeof(chunk);
+    static constexpr bool size_exact = size_attribute<Attr> && is_exact_match<Pred>;
+    static constexpr bool address_safe = !address_attribute<Attr> || can_leave_target<Pred>;
+    static constexpr bool reads_size = size_attribute<Attr>;
+    static constexpr bool reads_address = address_attribute<Attr>;
+    static constexpr bool stored_in_chunks = true;
+
+    static void init(header_type& h) noexcept { ::new (static_cast<void*>(&h)) header_type(); }
+    static void destroy(header_type&) noexcept {}
+    static bool prepare(header_type&, std::byte*, std::size_t) noexcept { return true; }
+    static bool empty(const header_type& h) noexcept { return h.empty(); }
+    static constexpr std::size_t round_size(std::size_t n) noexcept { return n; }
+    template <request_like R>
+    static bool accepts(const std::byte* p, std::size_t n, const R& r) noexcept {
+        return value_accepts<Pred>(Attr::of_chunk(p, n), Attr::of_request(r));
+    }
+
+    struct cursor {
+        using handle = chunk*;
+        using value_type = typename Attr::value_type;
+        header_type& h;
+        handle none() const noexcept { return nullptr; }
+        handle first() noexcept { return h.empty() ? nullptr : &h.front(); }
+        handle next(handle c) noexcept {
+            auto it = std::next(h.iterator_to(*c));
+            return it == h.end() ? nullptr : &*it;
+        }
+        handle lookup(value_type v) noexcept {
+            for (chunk& c : h)
+                if (c.value() == v) return &c;
+            return nullptr;
+        }
+        value_type value(handle c) const noexcept { return c->value(); }
+        handle last() const noexcept { return nullptr; }
+    };
+    static_assert(!Pred::remembers, "allotheque::list<Attr, void>: an element list keeps no last-used position");
+
+    // Best fit keeps the list sorted on insertion (equal values go to the front,
+    // so an exact bin inserts in O(1)); the first fit of a sorted list is then
+    // the best one, and allocation stops at the first chunk that fits.
+    static constexpr bool sorted = Pred::stop == stop_when::min_fit;
+    using search_predicate = std::conditional_t<sorted, first_fit, Pred>;
+
+    template <request_like R>
+    static std::byte* allocate(header_type& h, const R& r) noexcept {
+        cursor c{h};
+        return search<search_predicate>(c, Attr::of_request(r), [&](chunk* e) noexcept -> std::byte* {
+            Links::unlink(h, *e);
+            return reinterpret_cast<std::byte*>(e);
+        });
+    }
+    static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept {
+        auto* c = ::new (static_cast<void*>(p)) chunk;
+        if constexpr (Attr::is_explicit) c->stored = Attr::of_chunk(p, n);
+        if constexpr (sorted) {
+            const auto v = c->value();
+            if constexpr (requires { h.before_begin(); }) {
+                auto before = h.before_begin();
+                for (auto it = h.begin(); it != h.end() && it->value() < v; ++it) before = it;
+                h.insert_after(before, *c);
+            } else {
+                auto it = h.begin();
+                while (it != h.end() && it->value() < v) ++it;
+                h.insert(it, *c);
+            }
+        } else {
+            h.push_front(*c);
+        }
+    }
+    static void remove(header_type& h, std::byte* p, std::size_t) noexcept {
+        Links::unlink(h, *std::launder(reinterpret_cast<chunk*>(p)));
+    }
+};
+
+} // namespace allotheque
