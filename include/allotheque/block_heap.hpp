@@ -82,6 +82,7 @@ public:
         R q = r;
         q.size = P::block_for(r.size);
         std::byte* p = P::allocate(root_, q);
+        if (!p && P::coalesce_waiting(root_)) p = P::allocate(root_, q);
         if (!p && grow(q.size, r.hint)) p = P::allocate(root_, q);
         if (p) last_ = p;
         return p;
@@ -93,6 +94,8 @@ public:
         if (!p) return;
         std::byte* b = tags::block_of(p);
         const std::size_t h = tags::head(b);
+        // Catches a second free of a coalesced block; a block waiting for
+        // deferred coalescing still looks in use (the checked layer sees those).
         if (!(h & tags::in_use)) fail("double free (or a pointer this heap never gave out)", p);
         if (h & tags::large) return deallocate_large(b);
         P::deallocate(root_, static_cast<std::byte*>(p));

@@ -71,10 +71,26 @@ struct large_enough_to_split {
     }
 };
 
-template <class Split = large_enough_to_split<>>
+// When a freed block merges with its neighbours: at once, or in batches (Lea's
+// "fast bins"): small blocks wait, still marked in use, on per-size lists that
+// serve the same size again in O(1); every `Threshold` of them the batch is
+// coalesced, and always before the heap asks the system for more.
+struct immediate_coalescing {
+    static constexpr bool deferred = false;
+};
+template <std::size_t Threshold = 256, std::size_t MaxSize = 256>
+struct deferred_coalescing {
+    static_assert(Threshold > 0 && MaxSize % 16 == 0, "deferred_coalescing: MaxSize a multiple of 16");
+    static constexpr bool deferred = true;
+    static constexpr std::size_t threshold = Threshold;
+    static constexpr std::size_t max_size = MaxSize;
+};
+
+template <class Split = large_enough_to_split<>, class Coalescing = immediate_coalescing>
 struct adjacency {
     using tags = boundary_tags;
     using split_predicate = Split;
+    using coalescing = Coalescing;
 };
 
 } // namespace allotheque

@@ -25,14 +25,26 @@ struct simultaneous {
                   "support remove(header, chunk, size) (a hash_table over element lists, e.g. list<block_size, void>)");
     using tags = typename Adjacency::tags;
     using split = typename Adjacency::split_predicate;
-    using header_type = typename Index::header_type;
+    using coalescing = typename Adjacency::coalescing;
+
+    struct waiting {   // blocks freed but not yet coalesced, one LIFO list per size
+        std::byte* lists[coalescing::deferred ? coalescing::max_size / tags::align + 1 : 1] = {};
+        std::size_t count = 0;
+    };
+    struct header_type {
+        typename Index::header_type index;
+        [[no_unique_address]] detail::slot<coalescing::deferred, waiting> wait{};
+    };
 
     static constexpr bool manages_blocks = true;
     static constexpr bool reads_address = Index::reads_address;
     static constexpr std::size_t min_block = detail::round_up(tags::payload_offset + Index::min_chunk, tags::align);
 
-    static void init(header_type& h) { Index::init(h); }
-    static void destroy(header_type& h) noexcept { Index::destroy(h); }
+    static void init(header_type& h) {
+        ::new (static_cast<void*>(&h)) header_type();
+        Index::init(h.index);
+    }
+    static void destroy(header_type& h) noexcept { Index::destroy(h.index); }
 
     // The block size that holds n payload bytes (the next block's first word is
     // lent to this one while it is in use).
@@ -45,7 +57,17 @@ struct simultaneous {
     // live on its own; nullptr when the index has nothing big enough.
     template <request_like R>
     static std::byte* allocate(header_type& h, const R& r) noexcept {
-        std::byte* p = Index::allocate(h, r);
+        if constexpr (coalescing::deferred) {
+            if (r.size <= coalescing::max_size) {
+                std::byte*& top = h.wait.lists[r.size / tags::align];
+                if (std::byte* p = top) {
+                    top = *reinterpret_cast<std::byte**>(p);
+                    --h.wait.count;
+                    return p;
+                }
+            }
+        }
+        std::byte* p = Index::allocate(h.index, r);
         if (!p) return nullptr;
         std::byte* b = tags::block_of(p);
         const std::size_t have = tags::size(b), need = r.size;
@@ -53,7 +75,7 @@ struct simultaneous {
         if (split::split(have, need, min_block)) {
             std::byte* rest = b + need;
             tags::mark_free(rest, have - need, tags::prev_in_use);
-            Index::deallocate(h, tags::payload_of(rest), have - need);
+            Index::deallocate(h.index, tags::payload_of(rest), have - need);
             tags::mark_used(b, need, prev_flag);
         } else {
             tags::mark_used(b, have, prev_flag);
@@ -62,35 +84,67 @@ struct simultaneous {
     }
 
     // Returns the block of payload p to both partitions, merged with its free
-    // neighbours.
+    // neighbours (or, deferred, parks it until the next batch).
     static void deallocate(header_type& h, std::byte* p) noexcept {
-        std::byte* b = tags::block_of(p);
-        std::size_t s = tags::size(b);
-        if (!(tags::head(b) & tags::prev_in_use)) {
-            std::byte* prev = b - tags::prev_size(b);
-            Index::remove(h, tags::payload_of(prev), tags::size(prev));
-            s += tags::size(prev);
-            b = prev;
+        if constexpr (coalescing::deferred) {
+            const std::size_t s = tags::size(tags::block_of(p));
+            if (s <= coalescing::max_size) {
+                std::byte*& top = h.wait.lists[s / tags::align];
+                *reinterpret_cast<std::byte**>(p) = top;
+                top = p;
+                if (++h.wait.count >= coalescing::threshold) coalesce_waiting(h);
+                return;
+            }
         }
-        std::byte* next = b + s;
-        if (!tags::is_in_use(next)) {
-            Index::remove(h, tags::payload_of(next), tags::size(next));
-            s += tags::size(next);
+        merge(h, p);
+    }
+
+    // Coalesces every waiting block (deferred coalescing; a no-op otherwise).
+    // The heap calls it before asking the system for memory.
+    static bool coalesce_waiting(header_type& h) noexcept {
+        if constexpr (coalescing::deferred) {
+            if (h.wait.count == 0) return false;
+            for (std::byte*& top : h.wait.lists)
+                while (std::byte* p = top) {
+                    top = *reinterpret_cast<std::byte**>(p);
+                    merge(h, p);
+                }
+            h.wait.count = 0;
+            return true;
+        } else {
+            return false;
         }
-        tags::mark_free(b, s, tags::prev_in_use);   // the block before a free block is always in use
-        Index::deallocate(h, tags::payload_of(b), s);
     }
 
     // Makes [base, base+n) one free block closed by an in-use fence, so merges
     // never leave the span. Returns false when the index cannot take it.
     static bool adopt(header_type& h, std::byte* base, std::size_t n) noexcept {
         const std::size_t s = (n - tags::align) & ~(tags::align - 1);
-        if (s < min_block || !Index::prepare(h, base, n)) return false;
+        if (s < min_block || !Index::prepare(h.index, base, n)) return false;
         std::byte* fence = base + s;
         tags::head(fence) = tags::align | tags::in_use;
         tags::mark_free(base, s, tags::prev_in_use);
-        Index::deallocate(h, tags::payload_of(base), s);
+        Index::deallocate(h.index, tags::payload_of(base), s);
         return true;
+    }
+
+private:
+    static void merge(header_type& h, std::byte* p) noexcept {
+        std::byte* b = tags::block_of(p);
+        std::size_t s = tags::size(b);
+        if (!(tags::head(b) & tags::prev_in_use)) {
+            std::byte* prev = b - tags::prev_size(b);
+            Index::remove(h.index, tags::payload_of(prev), tags::size(prev));
+            s += tags::size(prev);
+            b = prev;
+        }
+        std::byte* next = b + s;
+        if (!tags::is_in_use(next)) {
+            Index::remove(h.index, tags::payload_of(next), tags::size(next));
+            s += tags::size(next);
+        }
+        tags::mark_free(b, s, tags::prev_in_use);   // the block before a free block is always in use
+        Index::deallocate(h.index, tags::payload_of(b), s);
     }
 };
 
