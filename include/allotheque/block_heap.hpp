@@ -126,7 +126,7 @@ private:
         return a > tags::align || n > Options::large_threshold;
     }
 
-    bool grow(std::size_t need, const void* hint) noexcept {
+    [[gnu::noinline, gnu::cold]] bool grow(std::size_t need, const void* hint) noexcept {
         const std::size_t least = detail::round_up(need + tags::align + link_bytes + tags::align, detail::page_size);
         std::size_t want = std::clamp(detail::round_up(os_bytes_ / 8, detail::page_size), Options::min_growth,
                                       Options::max_growth);
@@ -144,7 +144,7 @@ private:
     }
 
     // A large block: [link][.. padding ..][prev_size][head = usable | IN_USE | LARGE][payload]
-    void* allocate_large(std::size_t n, std::size_t a, const void* hint) noexcept {
+    [[gnu::noinline, gnu::cold]] void* allocate_large(std::size_t n, std::size_t a, const void* hint) noexcept {
         const std::size_t lead = detail::round_up(link_bytes + tags::payload_offset, std::max<std::size_t>(a, 16));
         const std::size_t usable = detail::round_up(std::max<std::size_t>(n, 1), 16);
         const std::size_t bytes = detail::round_up(lead + usable, detail::page_size);
@@ -160,7 +160,7 @@ private:
         const std::byte* base = b + tags::payload_offset - (tags::head(b) & ~tags::flags);
         return reinterpret_cast<const link*>(base)->bytes - (tags::head(b) & ~tags::flags);
     }
-    void deallocate_large(std::byte* b) noexcept {
+    [[gnu::noinline, gnu::cold]] void deallocate_large(std::byte* b) noexcept {
         std::byte* base = b + tags::payload_offset - (tags::head(b) & ~tags::flags);
         link& l = *std::launder(reinterpret_cast<link*>(base));
         large_.erase(large_.iterator_to(l));

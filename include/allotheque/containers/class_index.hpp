@@ -77,6 +77,30 @@ private:
     detail::table_storage<detail::header_slot<Header>, N> headers_;
 };
 
+// Every header built at construction, no bitmap: for small tables searched by
+// lookup only. first/next enumerate all classes, empty or not.
+template <std::size_t N, class Header, class Init>
+class direct_index {
+public:
+    static constexpr std::size_t classes = N;
+    direct_index() noexcept {
+        for (Header& h : headers_) Init{}(h);
+    }
+    direct_index(const direct_index&) = delete;
+    direct_index& operator=(const direct_index&) = delete;
+    Header* find(std::size_t i) noexcept { return &headers_[i]; }
+    bool contains(std::size_t i) const noexcept { return i < N; }
+    Header& obtain(std::size_t i) noexcept { return headers_[i]; }
+    void release(std::size_t) noexcept {}
+    std::size_t first() const noexcept { return 0; }
+    std::size_t next(std::size_t i) const noexcept { return i + 1 < N ? i + 1 : npos; }
+    bool prepare(std::size_t, std::size_t) noexcept { return true; }
+    std::size_t metadata_bytes() const noexcept { return 0; }
+
+private:
+    Header headers_[N];
+};
+
 template <unsigned Bits, class Header, class Init>
 class sparse_index {
     static constexpr unsigned leaf_bits = Bits < 12 ? Bits : 12;

@@ -13,6 +13,7 @@
 #include <allotheque/containers/class_node.hpp>
 #include <allotheque/containers/partition.hpp>
 #include <allotheque/containers/search.hpp>
+#include <allotheque/containers/walk_memo.hpp>
 #include <allotheque/hashes/hash_function.hpp>
 
 namespace allotheque {
@@ -27,27 +28,20 @@ struct hash_table {
     struct init_header {
         void operator()(typename Nested::header_type& h) const noexcept { Nested::init(h); }
     };
-    using index_type = typename Hash::template index<Attr, typename Nested::header_type, init_header>;
-    // The fallback walk looks for the lowest class that can serve a size. Walking
-    // from the first class every time makes an exhausted heap quadratic, so the
-    // table keeps, per request size (direct-mapped, tagged), a lower bound on the
-    // first class that holds it (raised to where a walk ended, lowered when a
-    // chunk of that size comes back) and, once a walk has come up empty, the exact
-    // number of such chunks left, so a walk that cannot succeed is not started.
-    // Same answers as a full walk. Needs exact sizes below this level.
-    struct walk_memo {
-        std::size_t size = 0;
-        std::size_t from = 0;
-        std::size_t count = 0;
-        bool counted = false;
-    };
+    using hashed_index = typename Hash::template index<Attr, typename Nested::header_type, init_header>;
+    // A table searched only by lookup (match_only) needs no bitmap of non-empty
+    // classes: when it is small, every header is built up front and a lookup is
+    // one array access, as in a hand-written segregated allocator.
+    static constexpr bool walks = !(Pred::start == start_at::lookup && Pred::fallback == fallback_to::none);
+    using index_type = std::conditional_t<
+        !walks && hashed_index::classes * sizeof(typename Nested::header_type) <= detail::inline_table_limit,
+        direct_index<hashed_index::classes, typename Nested::header_type, init_header>, hashed_index>;
     static constexpr bool memoised =
         Pred::fallback != fallback_to::none && !size_attribute<Attr> && Nested::size_exact;
-    static constexpr std::size_t memo_slots = 64;
     struct header_type {
         index_type classes;
         std::size_t last = npos;
-        [[no_unique_address]] detail::slot<memoised, walk_memo[memo_slots]> memo{};
+        [[no_unique_address]] detail::slot<memoised, walk_memo<std::size_t>> memo{};
     };
 
     static constexpr std::size_t min_chunk = Nested::min_chunk;
@@ -60,7 +54,11 @@ struct hash_table {
 
     static void init(header_type& h) { ::new (static_cast<void*>(&h)) header_type(); }
     static void destroy(header_type& h) noexcept { h.~header_type(); }
-    static bool empty(const header_type& h) noexcept { return h.classes.first() == npos; }
+    static bool empty(const header_type& h) noexcept {
+        for (std::size_t i = h.classes.first(); i != npos; i = h.classes.next(i))
+            if (!Nested::empty(*const_cast<header_type&>(h).classes.find(i))) return false;
+        return true;
+    }
     static constexpr std::size_t round_size(std::size_t n) noexcept {
         if constexpr (size_attribute<Attr>) return Nested::round_size(Hash::round(n));
         else return Nested::round_size(n);
@@ -91,18 +89,16 @@ struct hash_table {
     };
     struct memo_cursor : cursor {
         std::size_t size;
-        walk_memo& slot() const noexcept { return this->h.memo[(size / 8) % memo_slots]; }
         std::size_t walk_start() const noexcept {
-            const walk_memo& m = slot();
-            if (m.size != size) return this->first();
-            if (m.from == npos || (m.counted && m.count == 0)) return npos;
-            return this->h.classes.contains(m.from) ? m.from : this->h.classes.next(m.from);
+            const auto st = this->h.memo.where_to_start(size);
+            using kind = typename walk_memo<std::size_t>::start_kind;
+            if (st.kind == kind::from_first) return this->first();
+            if (st.kind == kind::nothing) return npos;
+            return this->h.classes.contains(st.from) ? st.from : this->h.classes.next(st.from);
         }
         void walk_ended(std::size_t at) const noexcept {
-            walk_memo& m = slot();
-            if (at == npos) m = walk_memo{size, npos, 0, true};
-            else if (m.size == size) m.from = at;
-            else m = walk_memo{size, at, 0, false};
+            if (at == npos) this->h.memo.walk_failed(size);
+            else this->h.memo.walk_found(size, at);
         }
     };
 
@@ -139,13 +135,7 @@ struct hash_table {
 
     static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept {
         const std::size_t i = class_of(Attr::of_chunk(p, n));
-        if constexpr (memoised) {
-            walk_memo& m = h.memo[(n / 8) % memo_slots];
-            if (m.size == n) {
-                if (m.from == npos || i < m.from) m.from = i;
-                m.count += m.counted;
-            }
-        }
+        if constexpr (memoised) h.memo.chunk_added(n, i);
         Nested::deallocate(h.classes.obtain(i), p, n);
     }
 
@@ -155,10 +145,7 @@ struct hash_table {
             const std::size_t k =
                 same_class_run(ps, count, [n](std::byte* p) { return class_of(Attr::of_chunk(p, n)); });
             const std::size_t i = class_of(Attr::of_chunk(ps[0], n));
-            if constexpr (memoised) {
-                walk_memo& m = h.memo[(n / 8) % memo_slots];
-                if (m.size == n && (m.from == npos || i < m.from)) m.from = i;
-            }
+            if constexpr (memoised) h.memo.chunk_added(n, i, k);
             deallocate_run_in<Nested>(h.classes.obtain(i), ps, k, n);
             ps += k;
             count -= k;
@@ -171,10 +158,7 @@ private:
         auto& nested = *h.classes.find(i);
         std::byte* p = Nested::allocate(nested, r);
         if (!p) return nullptr;
-        if constexpr (memoised) {
-            walk_memo& m = h.memo[(r.size / 8) % memo_slots];
-            if (m.size == r.size && m.counted) --m.count;
-        }
+        if constexpr (memoised) h.memo.chunk_taken(r.size);
         if (Nested::empty(nested)) h.classes.release(i);
         if constexpr (Pred::remembers) h.last = i;
         return p;

@@ -123,8 +123,10 @@ struct list<Attr, Nested, Pred, Links> {
                 return p;
             }
             if (!Nested::empty(n->nested) || !Nested::accepts(n->host(), n->host_size(), r)) return nullptr;
-            if constexpr (Pred::remembers)
-                if (h.last == n) h.last = nullptr;
+            // The class used last is this one, and it disappears with its host:
+            // nothing is remembered (as in hash_table, whose emptied class
+            // no longer counts as the last one).
+            if constexpr (Pred::remembers) h.last = nullptr;
             Links::unlink(h.classes, *n);
             return n->host();
         });

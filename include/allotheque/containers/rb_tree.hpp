@@ -13,11 +13,14 @@
 #include <allotheque/containers/class_node.hpp>
 #include <allotheque/containers/partition.hpp>
 #include <allotheque/containers/search.hpp>
+#include <allotheque/containers/walk_memo.hpp>
 #include <allotheque/predicates/match.hpp>
 
 namespace allotheque {
 
-template <attribute Attr, partition Nested, allocation_predicate Pred = match_first>
+// MemoSlots: sizes remembered by the fallback walk memo (walk_memo.hpp); each
+// costs 40 bytes in the header, so a tree nested inside chunks wants 0.
+template <attribute Attr, partition Nested, allocation_predicate Pred = match_first, std::size_t MemoSlots = 32>
 struct rb_tree {
     static_assert(Nested::stored_in_chunks,
                   "allotheque::rb_tree: the nested partition keeps system resources in its header (a mapped "
@@ -32,9 +35,14 @@ struct rb_tree {
     };
     using tree_type = boost::intrusive::rbtree<node, boost::intrusive::key_of_value<key_of>,
                                                boost::intrusive::constant_time_size<false>>;
+    // See walk_memo.hpp: the fallback walk over the tree resumes at a lower
+    // bound per request size instead of the first class.
+    static constexpr bool memoised =
+        MemoSlots > 0 && Pred::fallback != fallback_to::none && !size_attribute<Attr> && Nested::size_exact;
     struct header_type {
         tree_type classes;
         [[no_unique_address]] detail::slot<Pred::remembers, node*> last{};
+        [[no_unique_address]] detail::slot<memoised, walk_memo<value_type, (MemoSlots > 0 ? MemoSlots : 1)>> memo{};
     };
 
     static constexpr std::size_t min_chunk = std::max(sizeof(node), Nested::min_chunk);
@@ -75,16 +83,36 @@ struct rb_tree {
         }
     };
 
+    struct memo_cursor : cursor {
+        std::size_t size;
+        node* walk_start() noexcept {
+            const auto st = this->h.memo.where_to_start(size);
+            using kind = typename walk_memo<value_type, (MemoSlots > 0 ? MemoSlots : 1)>::start_kind;
+            if (st.kind == kind::from_first) return this->first();
+            if (st.kind == kind::nothing) return nullptr;
+            auto it = this->h.classes.lower_bound(st.from);
+            return it == this->h.classes.end() ? nullptr : &*it;
+        }
+        void walk_ended(node* at) noexcept {
+            if (!at) this->h.memo.walk_failed(size);
+            else this->h.memo.walk_found(size, at->value());
+        }
+    };
+
     template <request_like R>
     static std::byte* allocate(header_type& h, const R& r) noexcept {
         auto attempt = [&](node* n) noexcept -> std::byte* {
             if (std::byte* p = Nested::allocate(n->nested, r)) {
                 if constexpr (Pred::remembers) h.last = n;
+                if constexpr (memoised) h.memo.chunk_taken(r.size);
                 return p;
             }
             if (!Nested::empty(n->nested) || !Nested::accepts(n->host(), n->host_size(), r)) return nullptr;
-            if constexpr (Pred::remembers)
-                if (h.last == n) h.last = nullptr;
+            // The class used last is this one, and it disappears with its host:
+            // nothing is remembered (as in hash_table, whose emptied class
+            // no longer counts as the last one).
+            if constexpr (Pred::remembers) h.last = nullptr;
+            if constexpr (memoised) h.memo.chunk_taken(r.size);
             h.classes.erase(h.classes.iterator_to(*n));
             return n->host();
         };
@@ -95,6 +123,9 @@ struct rb_tree {
             for (auto it = h.classes.lower_bound(target); it != h.classes.end(); ++it)
                 if (std::byte* p = attempt(&*it)) return p;
             return nullptr;
+        } else if constexpr (memoised) {
+            memo_cursor c{{h}, r.size};
+            return search<Pred>(c, target, attempt);
         } else {
             cursor c{h};
             return search<Pred>(c, target, attempt);
@@ -102,6 +133,7 @@ struct rb_tree {
     }
 
     static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept {
+        if constexpr (memoised) h.memo.chunk_added(n, Attr::of_chunk(p, n));
         typename tree_type::insert_commit_data data;
         auto [it, fresh] = h.classes.insert_unique_check(Attr::of_chunk(p, n), data);
         if (!fresh) return Nested::deallocate(it->nested, p, n);
@@ -111,6 +143,7 @@ struct rb_tree {
     static void deallocate_run(header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
         while (count > 0) {
             const std::size_t k = same_class_run(ps, count, [n](std::byte* p) { return Attr::of_chunk(p, n); });
+            if constexpr (memoised) h.memo.chunk_added(n, Attr::of_chunk(ps[0], n), k);
             typename tree_type::insert_commit_data data;
             auto [it, fresh] = h.classes.insert_unique_check(Attr::of_chunk(ps[0], n), data);
             if (!fresh) {

@@ -12,6 +12,7 @@
 #include <cstddef>
 
 #include <allotheque/containers/adjacency.hpp>
+#include <allotheque/containers/class_node.hpp>
 #include <allotheque/containers/partition.hpp>
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/request.hpp>
@@ -136,6 +137,10 @@ private:
             std::byte* prev = b - tags::prev_size(b);
             Index::remove(h.index, tags::payload_of(prev), tags::size(prev));
             s += tags::size(prev);
+            // b's head is now inside the merged free block and is not rewritten
+            // below: clear its in-use bit, or a second free of b would pass the
+            // heap's double-free check and merge the block twice.
+            tags::head(b) &= ~tags::in_use;
             b = prev;
         }
         std::byte* next = b + s;

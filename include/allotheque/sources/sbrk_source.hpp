@@ -2,7 +2,11 @@
 // choice and the paper's, because consecutive requests land next to each other.
 //
 // The program break is process-wide, so every sbrk_source shares one arena
-// behind a mutex. A range given back at the top of the break shrinks it; one
+// behind a mutex. That mutex cannot cover the C library: glibc's malloc also
+// moves the break (main arena), so a program whose threads use glibc malloc
+// while another thread refills an sbrk_source heap races on the break. Use
+// mmap_source for heaps shared by threads (layers::locked, per_thread) in
+// programs that also call malloc. A range given back at the top of the break shrinks it; one
 // given back below the top is kept on a free list (its header written in the
 // range itself) for the next request that fits, since the break cannot have
 // holes returned to the system.
