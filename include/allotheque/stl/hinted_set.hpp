@@ -1,0 +1,46 @@
+// `hinted_set<Key, Compare, Heap>`: an ordered set of unique keys whose nodes are
+// allocated next to their tree parent (see hinted_tree.hpp for the mechanism
+// and the memory, copy and move rules).
+#pragma once
+#include <algorithm>
+#include <functional>
+#include <initializer_list>
+#include <utility>
+
+#include <allotheque/stl/hinted_tree.hpp>
+
+namespace allotheque {
+
+namespace detail {
+struct identity_key {
+    template <class K>
+    const K& operator()(const K& k) const noexcept { return k; }
+};
+} // namespace detail
+
+template <class Key, class Compare, heap_like Heap>
+class hinted_set : public detail::hinted_tree<Key, detail::identity_key, Compare, Heap> {
+    using base = detail::hinted_tree<Key, detail::identity_key, Compare, Heap>;
+
+public:
+    using key_type = Key;
+    using typename base::const_iterator;
+    using typename base::iterator;
+
+    explicit hinted_set(Heap& h, const Compare& c = Compare()) : base(h, c) {}
+    hinted_set(Heap& h, std::initializer_list<Key> init, const Compare& c = Compare()) : base(h, c) {
+        for (const Key& k : init) insert(k);
+    }
+
+    std::pair<iterator, bool> insert(const Key& k) { return this->emplace_unique_value(k); }
+    std::pair<iterator, bool> insert(Key&& k) { return this->emplace_unique_value(std::move(k)); }
+    template <class... A>
+    std::pair<iterator, bool> emplace(A&&... a) { return insert(Key(std::forward<A>(a)...)); }
+
+    friend bool operator==(const hinted_set& a, const hinted_set& b) {
+        return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+    }
+    friend void swap(hinted_set& a, hinted_set& b) noexcept { a.swap(b); }
+};
+
+} // namespace allotheque

@@ -1,0 +1,226 @@
+// The red-black tree behind hinted_set and hinted_map: a Boost.Intrusive
+// rbtree whose nodes come from a heap, each allocated next to its tree parent.
+// insert_unique_check finds where a new key would go (and rejects duplicates)
+// before anything is allocated; the position it returns names the parent, so
+// the node is requested with the parent's address as hint and then linked with
+// insert_unique_commit. Children near parents is the paper's hint for trees.
+//
+// Memory, copy and move rules are those of hinted_list (see hinted_list.hpp):
+// one heap per container held by pointer, copy construction uses the source's
+// heap, copy assignment keeps this container's heap, moves steal the nodes when
+// the heaps are the same, swap exchanges nodes and heaps.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include <boost/intrusive/rbtree.hpp>
+
+#include <allotheque/allocator.hpp>
+#include <allotheque/hint_policy.hpp>
+#include <allotheque/request.hpp>
+
+namespace allotheque::detail {
+
+namespace bi = boost::intrusive;
+
+// KeyOf: a stateless functor returning the key of a stored value.
+template <class Value, class KeyOf, class Compare, heap_like Heap>
+class hinted_tree {
+protected:
+    using key_type = std::remove_cvref_t<decltype(KeyOf{}(std::declval<const Value&>()))>;
+    struct node : bi::set_base_hook<bi::link_mode<bi::normal_link>, bi::optimize_size<true>> {
+        Value value;
+        template <class... A>
+        explicit node(A&&... a) : value(std::forward<A>(a)...) {}
+    };
+    struct key_of_node {
+        using type = key_type;
+        const key_type& operator()(const node& n) const noexcept { return KeyOf{}(n.value); }
+    };
+    using tree_type = bi::rbtree<node, bi::key_of_value<key_of_node>, bi::compare<Compare>,
+                                 bi::constant_time_size<true>>;
+    using node_allocator = allocator<node, Heap, no_hint>;
+
+    template <bool Const>
+    class iter {
+        friend class hinted_tree;
+        using base = std::conditional_t<Const, typename tree_type::const_iterator, typename tree_type::iterator>;
+        base it_;
+
+    public:
+        using iterator_category = std::bidirectional_iterator_tag;
+        using value_type = Value;
+        using difference_type = std::ptrdiff_t;
+        using pointer = std::conditional_t<Const, const Value*, Value*>;
+        using reference = std::conditional_t<Const, const Value&, Value&>;
+
+        iter() = default;
+        explicit iter(base it) noexcept : it_(it) {}
+        operator iter<true>() const noexcept { return iter<true>(typename tree_type::const_iterator(it_)); }
+        reference operator*() const noexcept { return it_->value; }
+        pointer operator->() const noexcept { return std::addressof(it_->value); }
+        iter& operator++() noexcept {
+            ++it_;
+            return *this;
+        }
+        iter operator++(int) noexcept {
+            iter t = *this;
+            ++it_;
+            return t;
+        }
+        iter& operator--() noexcept {
+            --it_;
+            return *this;
+        }
+        iter operator--(int) noexcept {
+            iter t = *this;
+            --it_;
+            return t;
+        }
+        friend bool operator==(const iter& a, const iter& b) noexcept { return a.it_ == b.it_; }
+        // Where the element's node lives.
+        const void* address() const noexcept { return std::addressof(*it_); }
+    };
+
+public:
+    using value_type = Value;
+    using size_type = std::size_t;
+    using difference_type = std::ptrdiff_t;
+    using key_compare = Compare;
+    using heap_type = Heap;
+    using iterator = iter<false>;
+    using const_iterator = iter<true>;
+    using reverse_iterator = std::reverse_iterator<iterator>;
+    using const_reverse_iterator = std::reverse_iterator<const_iterator>;
+    static constexpr std::size_t node_size = sizeof(node);
+
+    explicit hinted_tree(Heap& h, const Compare& c = Compare()) : heap_(&h), tree_(c) {}
+    hinted_tree(const hinted_tree& o) : heap_(o.heap_), tree_(o.tree_.key_comp()) { copy_from(o); }
+    hinted_tree(hinted_tree&& o) noexcept : heap_(o.heap_), tree_(std::move(o.tree_)) {}
+    hinted_tree& operator=(const hinted_tree& o) {
+        if (this != &o) {
+            clear();
+            copy_from(o);
+        }
+        return *this;
+    }
+    hinted_tree& operator=(hinted_tree&& o) {
+        if (this == &o) return *this;
+        clear();
+        if (heap_ == o.heap_) {
+            tree_.swap(o.tree_);
+        } else {
+            for (auto& v : o) emplace_unique_value(std::move(const_cast<std::remove_const_t<Value>&>(v)));
+            o.clear();
+        }
+        return *this;
+    }
+    ~hinted_tree() { clear(); }
+
+    Heap& heap() const noexcept { return *heap_; }
+    key_compare key_comp() const { return tree_.key_comp(); }
+
+    iterator begin() noexcept { return iterator(tree_.begin()); }
+    iterator end() noexcept { return iterator(tree_.end()); }
+    const_iterator begin() const noexcept { return const_iterator(tree_.cbegin()); }
+    const_iterator end() const noexcept { return const_iterator(tree_.cend()); }
+    const_iterator cbegin() const noexcept { return begin(); }
+    const_iterator cend() const noexcept { return end(); }
+    reverse_iterator rbegin() noexcept { return reverse_iterator(end()); }
+    reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
+    const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
+    const_reverse_iterator rend() const noexcept { return const_reverse_iterator(begin()); }
+    bool empty() const noexcept { return tree_.empty(); }
+    size_type size() const noexcept { return tree_.size(); }
+
+    iterator find(const key_type& k) { return iterator(tree_.find(k)); }
+    const_iterator find(const key_type& k) const { return const_iterator(tree_.find(k)); }
+    bool contains(const key_type& k) const { return tree_.find(k) != tree_.end(); }
+    size_type count(const key_type& k) const { return contains(k) ? 1 : 0; }
+    iterator lower_bound(const key_type& k) { return iterator(tree_.lower_bound(k)); }
+    const_iterator lower_bound(const key_type& k) const { return const_iterator(tree_.lower_bound(k)); }
+    iterator upper_bound(const key_type& k) { return iterator(tree_.upper_bound(k)); }
+    const_iterator upper_bound(const key_type& k) const { return const_iterator(tree_.upper_bound(k)); }
+
+    iterator erase(const_iterator pos) noexcept {
+        auto it = tree_.iterator_to(const_cast<node&>(*pos.it_));
+        return iterator(tree_.erase_and_dispose(it, disposer{heap_}));
+    }
+    size_type erase(const key_type& k) noexcept {
+        auto it = tree_.find(k);
+        if (it == tree_.end()) return 0;
+        tree_.erase_and_dispose(it, disposer{heap_});
+        return 1;
+    }
+    void clear() noexcept { tree_.clear_and_dispose(disposer{heap_}); }
+
+    void swap(hinted_tree& o) noexcept {
+        std::swap(heap_, o.heap_);
+        tree_.swap(o.tree_);
+    }
+
+protected:
+    static constexpr std::size_t node_alignment = alignof(node) <= 8 ? 0 : alignof(node);
+
+    struct disposer {
+        Heap* heap;
+        void operator()(node* n) const noexcept {
+            n->~node();
+            node_allocator(*heap).deallocate(n, 1);
+        }
+    };
+
+    // Where key k would be linked: the parent node found by the check (null for
+    // an empty tree), or the existing element with key k.
+    struct position {
+        typename tree_type::iterator existing;
+        bool fresh;
+        typename tree_type::insert_commit_data data;
+    };
+    position locate(const key_type& k) {
+        position p{};
+        auto r = tree_.insert_unique_check(k, p.data);
+        p.existing = r.first;
+        p.fresh = r.second;
+        return p;
+    }
+    const void* parent_hint(const position& p) const noexcept {
+        if (tree_.empty()) return nullptr;
+        return std::to_address(p.data.node);   // the parent's hook, inside its node
+    }
+
+    // Allocates the node near the parent, constructs it from a..., links it.
+    template <class... A>
+    iterator commit(position& p, A&&... a) {
+        node_allocator al(*heap_);
+        node* n = al.allocate(1, parent_hint(p));
+        try {
+            ::new (static_cast<void*>(n)) node(std::forward<A>(a)...);
+        } catch (...) {
+            al.deallocate(n, 1);
+            throw;
+        }
+        return iterator(tree_.insert_unique_commit(*n, p.data));
+    }
+
+    template <class V>
+    std::pair<iterator, bool> emplace_unique_value(V&& v) {
+        position p = locate(KeyOf{}(v));
+        if (!p.fresh) return {iterator(p.existing), false};
+        return {commit(p, std::forward<V>(v)), true};
+    }
+
+    void copy_from(const hinted_tree& o) {
+        for (const Value& v : o) emplace_unique_value(v);
+    }
+
+    Heap* heap_;
+    tree_type tree_;
+};
+
+} // namespace allotheque::detail
