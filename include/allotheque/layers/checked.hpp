@@ -1,0 +1,237 @@
+// `checked<H>`: a debugging layer (Heap Layers' debug folder, foonathan's spy
+// allocator). It detects, and aborts with a message on stderr:
+//   - a double free                      "allotheque::checked: double free of 0x.. (size N) at file:line"
+//   - a pointer this heap never gave out  "allotheque::checked: invalid free of 0x.. ..."
+//   - a size (or alignment) at deallocation differing from the allocation
+//                                         "allotheque::checked: size mismatch freeing 0x.. ..."
+//   - a write past the block's end: kCanary canary bytes follow every block and are
+//     checked at free and by verify_all()  "allotheque::checked: overrun past the end of 0x.. ..."
+//   - a parent handing out a block that is still live.
+// file:line is the caller's: allocate/deallocate/verify_all take a
+// std::source_location defaulted to the call site (the macros ALLOTHEQUE_CHECKED_*
+// spell it out). Through allocator<T, checked<H>> or an outer layer the site is
+// that adapter's line, so put checked outermost when sites matter.
+//
+// Fresh blocks are filled with 0xCD, freed ones with 0xDD (use-after-free reads
+// show up as 0xDDDD...). The registry of live and freed blocks is a plain
+// std::unordered_map on std::allocator, not memory from the checked heap.
+// good_size(n, a) is n itself (when the parent can serve n + kCanary): the
+// usable size is exactly what was asked, so any write past it is an overrun.
+//
+// Thread safety: none (the registry is unsynchronised). Use locked<checked<H>>
+// for a shared heap, or per_thread<checked<H>>.
+// Cost: a hash-map insert and erase per block, kCanary bytes per block, the fill
+// of every block at allocation and free: for debugging, not production.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <version>
+#if defined(__cpp_lib_source_location)
+#include <source_location>
+#endif
+#include <unordered_map>
+#include <utility>
+
+#include <allotheque/layers/heap_concept.hpp>
+#include <allotheque/request.hpp>
+
+// Explicit call-site forms (same effect as the default source_location argument).
+#define ALLOTHEQUE_CHECKED_ALLOCATE(h, r) (h).allocate((r), allotheque::layers::source_location::current())
+#define ALLOTHEQUE_CHECKED_DEALLOCATE(h, p, r) (h).deallocate((p), (r), allotheque::layers::source_location::current())
+#define ALLOTHEQUE_CHECKED_VERIFY_ALL(h) (h).verify_all(allotheque::layers::source_location::current())
+
+namespace allotheque::layers {
+
+#if defined(__cpp_lib_source_location)
+using source_location = std::source_location;
+#else
+// clang before 16 with libstdc++ has no std::source_location: the same builtins
+// give the caller's file and line as default arguments.
+struct source_location {
+    static constexpr source_location current(const char* f = __builtin_FILE(), unsigned l = __builtin_LINE()) noexcept {
+        source_location s;
+        s.file_ = f;
+        s.line_ = l;
+        return s;
+    }
+    constexpr const char* file_name() const noexcept { return file_; }
+    constexpr unsigned line() const noexcept { return line_; }
+    const char* file_ = "?";
+    unsigned line_ = 0;
+};
+#endif
+
+template <class H>
+class checked {
+    static_assert(heap<H>,
+                  "allotheque::layers::checked<H>: H does not satisfy allotheque::layers::heap (needs allocate(r), "
+                  "try_allocate(r), deallocate(p, r), good_size(n, a) and H::max_alignment)");
+
+    struct site {
+        const char* file = "?";
+        unsigned line = 0;
+        static site of(const source_location& l) noexcept { return {l.file_name(), l.line()}; }
+    };
+    struct block {
+        std::size_t size, alignment;
+        site allocated, freed;
+    };
+
+public:
+    static constexpr std::size_t kCanary = 16;
+    static constexpr unsigned char canary_byte = 0xA5, fresh_byte = 0xCD, freed_byte = 0xDD;
+
+    using parent_type = H;
+    static constexpr std::size_t max_alignment = H::max_alignment;
+    static constexpr std::size_t granularity = 1;   // good_size is exact
+    static constexpr bool locality_aware = locality_aware_of<H>;
+
+    checked() = default;
+    template <class... Args>
+    explicit checked(std::in_place_t, Args&&... args) : parent_(std::forward<Args>(args)...) {}
+    checked(const checked&) = delete;
+    checked& operator=(const checked&) = delete;
+
+    std::size_t good_size(std::size_t n, std::size_t a = 0) const noexcept {
+        if (n > std::numeric_limits<std::size_t>::max() - kCanary) return 0;
+        return parent_.good_size(n + kCanary, a) != 0 ? n : 0;
+    }
+
+    template <request_like R = request>
+    [[nodiscard]] void* allocate(const R& r, source_location loc = allotheque::layers::source_location::current()) {
+        void* p = try_allocate(r, loc);
+        if (!p) throw std::bad_alloc();
+        return p;
+    }
+    template <request_like R = request>
+    [[nodiscard]] void* try_allocate(const R& r,
+                                     source_location loc = allotheque::layers::source_location::current()) noexcept {
+        if (r.size > std::numeric_limits<std::size_t>::max() - kCanary) return nullptr;
+        R q = r;
+        q.size = r.size + kCanary;
+        auto* p = static_cast<unsigned char*>(parent_.try_allocate(q));
+        if (!p) return nullptr;
+        if (live_.contains(p))
+            fail(loc, "the parent heap returned %p (size %zu), which is still live (allocated at %s:%u)",
+                 static_cast<void*>(p), r.size,
+                 live_.at(p).allocated.file, live_.at(p).allocated.line);
+        try {
+            live_.insert_or_assign(p, block{r.size, r.alignment, site::of(loc), {}});
+        } catch (...) {
+            parent_.deallocate(p, q);
+            return nullptr;
+        }
+        freed_.erase(p);
+        std::memset(p, fresh_byte, r.size);
+        std::memset(p + r.size, canary_byte, kCanary);
+        return p;
+    }
+
+    void deallocate(void* vp, const request& r, source_location loc = allotheque::layers::source_location::current()) noexcept {
+        if (!vp) return;
+        auto* p = static_cast<unsigned char*>(vp);
+        auto it = live_.find(p);
+        if (it == live_.end()) {
+            if (auto f = freed_.find(p); f != freed_.end())
+                fail(loc, "double free of %p (size %zu) at %s:%u; allocated at %s:%u, first freed at %s:%u", vp, r.size,
+                     loc.file_name(), loc.line(), f->second.allocated.file, f->second.allocated.line,
+                     f->second.freed.file, f->second.freed.line);
+            fail(loc, "invalid free of %p (size %zu) at %s:%u: this heap never gave out that pointer", vp, r.size,
+                 loc.file_name(), loc.line());
+        }
+        block& b = it->second;
+        if (b.size != r.size || b.alignment != r.alignment)
+            fail(loc,
+                 "size mismatch freeing %p at %s:%u: allocated with size %zu (alignment %zu) at %s:%u, freed with "
+                 "size %zu (alignment %zu)",
+                 vp, loc.file_name(), loc.line(), b.size, b.alignment, b.allocated.file, b.allocated.line, r.size,
+                 r.alignment);
+        check_canary(p, b, loc, "at free");
+        b.freed = site::of(loc);
+        try {
+            freed_.insert_or_assign(p, b);
+        } catch (...) {   // out of memory for the registry: lose only the double-free detail
+        }
+        live_.erase(it);
+        std::memset(p, freed_byte, r.size + kCanary);
+        request q = r;
+        q.size = r.size + kCanary;
+        parent_.deallocate(p, q);
+    }
+
+    void deallocate_run(void* const* ps, std::size_t n, const request& r,
+                        source_location loc = allotheque::layers::source_location::current()) noexcept {
+        for (std::size_t i = 0; i < n; ++i) deallocate(ps[i], r, loc);
+    }
+
+    // Checks the canary of every live block; aborts on the first overrun found.
+    // Returns how many blocks were checked.
+    std::size_t verify_all(source_location loc = allotheque::layers::source_location::current()) const noexcept {
+        for (const auto& [p, b] : live_) check_canary(static_cast<const unsigned char*>(p), b, loc, "by verify_all");
+        return live_.size();
+    }
+
+    void deallocate_all() noexcept
+        requires has_deallocate_all<H>
+    {
+        live_.clear();
+        freed_.clear();
+        parent_.deallocate_all();
+    }
+    auto stats() const
+        requires has_stats<H>
+    {
+        return parent_.stats();
+    }
+    const void* last_allocation() const noexcept
+        requires has_last_allocation<H>
+    {
+        return parent_.last_allocation();
+    }
+    // Exact: whether p is a live block of this heap.
+    bool owns(const void* p) const noexcept { return live_.contains(p); }
+    std::size_t live_blocks() const noexcept { return live_.size(); }
+
+    H& parent() noexcept { return parent_; }
+    const H& parent() const noexcept { return parent_; }
+
+private:
+    void check_canary(const unsigned char* p, const block& b, const source_location& loc,
+                      const char* when) const noexcept {
+        for (std::size_t i = 0; i < kCanary; ++i)
+            if (p[b.size + i] != canary_byte)
+                fail(loc,
+                     "overrun past the end of %p (size %zu, allocated at %s:%u): byte %zu past the end was changed, "
+                     "detected %s at %s:%u",
+                     static_cast<const void*>(p), b.size, b.allocated.file, b.allocated.line, i, when,
+                     loc.file_name(), loc.line());
+    }
+
+    template <class... A>
+    [[noreturn]] static void fail(const source_location&, const char* fmt, A... args) noexcept {
+        std::fputs("allotheque::checked: ", stderr);
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+#pragma GCC diagnostic ignored "-Wformat-security"
+#endif
+        std::fprintf(stderr, fmt, args...);
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+        std::fputc('\n', stderr);
+        std::fflush(stderr);
+        std::abort();
+    }
+
+    H parent_;
+    std::unordered_map<const void*, block> live_;
+    std::unordered_map<const void*, block> freed_;   // freed and not handed out again
+};
+
+} // namespace allotheque::layers

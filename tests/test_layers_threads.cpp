@@ -1,0 +1,248 @@
+// Layers under concurrency [threads]: 4 threads x 1,000,000 random operations
+// each, with blocks handed between threads through mutex-protected inboxes, so
+// a large share of frees happen on a thread other than the allocating one. Every
+// block is filled with a pattern by the allocating thread and verified, word by
+// word, by whichever thread frees it. Run for locked<velox_heap<>>,
+// per_thread<kingsley_heap<>> and per_thread<velox_heap<>>; under TSan (preset
+// `tsan`, label "threads") and ASan (preset `dev`).
+#include "catch.hpp"
+
+#include <allotheque/allocators/kingsley.hpp>
+#include <allotheque/allocators/velox.hpp>
+#include <allotheque/layers/checked.hpp>
+#include <allotheque/layers/locked.hpp>
+#include <allotheque/layers/per_thread.hpp>
+#include <allotheque/layers/stats.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace al = allotheque;
+namespace ly = allotheque::layers;
+
+namespace {
+
+constexpr int kThreads = 4;
+// 1,000,000 operations per thread (4 x 10^6 per heap) in TSan and release
+// builds. The Debug+ASan build (preset dev) runs half as many to stay under a
+// minute on a 2-vCPU machine: there the time goes into the unoptimised heaps,
+// not into the layers.
+#ifndef ALLOTHEQUE_LAYERS_STRESS_OPS
+#if defined(__SANITIZE_ADDRESS__)
+#define ALLOTHEQUE_LAYERS_STRESS_OPS 500000
+#else
+#define ALLOTHEQUE_LAYERS_STRESS_OPS 1000000
+#endif
+#endif
+constexpr std::size_t kOpsPerThread = ALLOTHEQUE_LAYERS_STRESS_OPS;
+
+struct block {
+    void* p;
+    std::size_t size, alignment;
+    std::uint64_t seed;
+};
+
+std::uint64_t word_at(std::uint64_t seed, std::size_t i) noexcept { return seed ^ (i * 0x9E3779B97F4A7C15ull); }
+
+void write_pattern(const block& b) noexcept {
+    auto* bytes = static_cast<unsigned char*>(b.p);
+    const std::size_t words = b.size / 8;
+    for (std::size_t i = 0; i < words; ++i) {
+        const std::uint64_t w = word_at(b.seed, i);
+        std::memcpy(bytes + i * 8, &w, 8);
+    }
+    for (std::size_t i = words * 8; i < b.size; ++i) bytes[i] = static_cast<unsigned char>(b.seed >> (i % 8 * 8));
+}
+bool pattern_intact(const block& b) noexcept {
+    const auto* bytes = static_cast<const unsigned char*>(b.p);
+    const std::size_t words = b.size / 8;
+    for (std::size_t i = 0; i < words; ++i) {
+        std::uint64_t w;
+        std::memcpy(&w, bytes + i * 8, 8);
+        if (w != word_at(b.seed, i)) return false;
+    }
+    for (std::size_t i = words * 8; i < b.size; ++i)
+        if (bytes[i] != static_cast<unsigned char>(b.seed >> (i % 8 * 8))) return false;
+    return true;
+}
+
+struct inbox {
+    std::mutex m;
+    std::vector<block> blocks;
+};
+
+struct totals {
+    std::atomic<std::size_t> allocations{0}, local_frees{0}, foreign_frees{0}, corrupt{0}, unaligned{0}, failed{0};
+};
+
+template <class Heap>
+void free_checked(Heap& h, const block& b, totals& t) {
+    if (!pattern_intact(b)) t.corrupt.fetch_add(1, std::memory_order_relaxed);
+    h.deallocate(b.p, al::request{b.size, nullptr, b.alignment});
+}
+
+template <class Heap>
+void worker(Heap& h, std::vector<inbox>& boxes, int me, std::size_t ops, totals& t) {
+    std::mt19937_64 rng(0xA110'7EC0ull * static_cast<std::uint64_t>(me + 1));
+    std::vector<block> mine;
+    mine.reserve(1024);
+    std::vector<block> outgoing, incoming;
+    std::size_t allocs = 0, local = 0, foreign = 0;
+    std::uint64_t serial = 0;
+    for (std::size_t op = 0; op < ops; ++op) {
+        const unsigned r = static_cast<unsigned>(rng() % 100);
+        if (r < 50 && mine.size() < 1000) {   // allocate
+            const unsigned k = static_cast<unsigned>(rng() % 64);
+            std::size_t size = k < 56 ? 1 + rng() % 128 : (k < 62 ? 129 + rng() % 1024 : 1153 + rng() % 6000);
+            std::size_t alignment = k % 16 == 3 ? 16 : (k % 16 == 7 ? 64 : 0);
+            block b{h.try_allocate(al::request{size, nullptr, alignment}), size, alignment,
+                    (static_cast<std::uint64_t>(me) << 56) ^ ++serial ^ (rng() & 0xffff'ffff'0000ull)};
+            if (!b.p) {
+                t.failed.fetch_add(1, std::memory_order_relaxed);
+                continue;
+            }
+            const std::size_t need = alignment ? alignment : 8;
+            if (reinterpret_cast<std::uintptr_t>(b.p) % need != 0) t.unaligned.fetch_add(1, std::memory_order_relaxed);
+            write_pattern(b);
+            mine.push_back(b);
+            ++allocs;
+        } else if (r < 75 && !mine.empty()) {   // free one of mine on this thread
+            const std::size_t i = rng() % mine.size();
+            free_checked(h, mine[i], t);
+            mine[i] = mine.back();
+            mine.pop_back();
+            ++local;
+        } else if (r < 90 && !mine.empty()) {   // hand one to another thread
+            const std::size_t i = rng() % mine.size();
+            outgoing.push_back(mine[i]);
+            mine[i] = mine.back();
+            mine.pop_back();
+            if (outgoing.size() >= 8) {
+                inbox& to = boxes[static_cast<std::size_t>((me + 1 + static_cast<int>(rng() % (kThreads - 1))) % kThreads)];
+                std::lock_guard g(to.m);
+                to.blocks.insert(to.blocks.end(), outgoing.begin(), outgoing.end());
+                outgoing.clear();
+            }
+        } else {   // free what others handed to me
+            {
+                std::lock_guard g(boxes[static_cast<std::size_t>(me)].m);
+                incoming.swap(boxes[static_cast<std::size_t>(me)].blocks);
+            }
+            for (const block& b : incoming) free_checked(h, b, t);
+            foreign += incoming.size();
+            incoming.clear();
+        }
+    }
+    for (const block& b : mine) free_checked(h, b, t);
+    local += mine.size();
+    {   // what is still in flight: leave it for another thread (the main one after join)
+        inbox& to = boxes[static_cast<std::size_t>((me + 1) % kThreads)];
+        std::lock_guard g(to.m);
+        to.blocks.insert(to.blocks.end(), outgoing.begin(), outgoing.end());
+    }
+    t.allocations += allocs;
+    t.local_frees += local;
+    t.foreign_frees += foreign;
+}
+
+template <class Heap>
+void run_stress(Heap& h, std::size_t ops, totals& t) {
+    std::vector<inbox> boxes(kThreads);
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> ts;
+    for (int i = 0; i < kThreads; ++i) ts.emplace_back([&, i] { worker(h, boxes, i, ops, t); });
+    for (auto& th : ts) th.join();
+    // Blocks whose allocating thread has exited: freed here, on yet another thread.
+    std::size_t leftovers = 0;
+    for (inbox& b : boxes) {
+        for (const block& x : b.blocks) free_checked(h, x, t);
+        leftovers += b.blocks.size();
+        b.blocks.clear();
+    }
+    t.foreign_frees += leftovers;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("  %d threads x %zu ops: %zu allocations, %zu local frees, %zu cross-thread frees (%zu after the "
+                "allocating thread exited), %.2f s\n",
+                kThreads, ops, t.allocations.load(), t.local_frees.load(), t.foreign_frees.load(), leftovers, secs);
+}
+
+template <class Heap>
+void check_totals(const totals& t) {
+    CHECK(t.corrupt == 0);
+    CHECK(t.unaligned == 0);
+    CHECK(t.failed == 0);
+    CHECK(t.allocations == t.local_frees + t.foreign_frees);
+    CHECK(t.foreign_frees > t.allocations / 10);
+}
+
+} // namespace
+
+TEST_CASE("locked<velox_heap<>>: 4 threads, cross-thread frees, content verified", "[layers][threads]") {
+    std::printf("locked<velox_heap<>>\n");
+    ly::locked<al::velox_heap<>> h;
+    totals t;
+    run_stress(h, kOpsPerThread, t);
+    check_totals<decltype(h)>(t);
+}
+
+TEST_CASE("per_thread<kingsley_heap<>>: 4 threads, cross-thread frees, content verified", "[layers][threads]") {
+    std::printf("per_thread<kingsley_heap<>>\n");
+    ly::per_thread<al::kingsley_heap<>> h;
+    totals t;
+    run_stress(h, kOpsPerThread, t);
+    check_totals<decltype(h)>(t);
+    CHECK(h.remote_frees() == t.foreign_frees);
+    CHECK(h.heap_count() <= kThreads + 1);
+}
+
+TEST_CASE("per_thread<velox_heap<>>: 4 threads, cross-thread frees, content verified", "[layers][threads]") {
+    std::printf("per_thread<velox_heap<>>\n");
+    ly::per_thread<al::velox_heap<>> h;
+    totals t;
+    run_stress(h, kOpsPerThread, t);
+    check_totals<decltype(h)>(t);
+    CHECK(h.remote_frees() == t.foreign_frees);
+    CHECK(h.heap_count() <= kThreads + 1);
+}
+
+TEST_CASE("composed layers under threads: per_thread<checked<stats<>>>, locked<stats<checked<>>>",
+          "[layers][threads]") {
+    // checked under per_thread sees every free on the owning thread (remote frees
+    // are drained by the owner), so its unsynchronised registry is safe there.
+    SECTION("per_thread<checked<stats<velox>>>") {
+        using inner = ly::checked<ly::stats<al::velox_heap<>>>;
+        ly::per_thread<inner> h;
+        totals t;
+        run_stress(h, kOpsPerThread / 10, t);
+        check_totals<decltype(h)>(t);
+        // Once every remote list is drained, every registry is empty.
+        h.collect_all();
+        std::size_t heaps = 0;
+        h.for_each_heap([&](inner& c) {
+            ++heaps;
+            CHECK(c.live_blocks() == 0);
+            CHECK(c.verify_all() == 0);
+            CHECK(c.parent().stats().live_bytes == 0);
+        });
+        CHECK(heaps >= 1);
+    }
+    SECTION("locked<stats<checked<kingsley>>>") {
+        ly::locked<ly::stats<ly::checked<al::kingsley_heap<>>>> h;
+        totals t;
+        run_stress(h, kOpsPerThread / 10, t);
+        check_totals<decltype(h)>(t);
+        h.with_lock([](auto& s) {
+            CHECK(s.stats().live_bytes == 0);
+            CHECK(s.stats().allocations == s.stats().deallocations);
+            CHECK(s.parent().live_blocks() == 0);
+            CHECK(s.parent().verify_all() == 0);
+        });
+    }
+}
