@@ -1,0 +1,261 @@
+// Model-based test: for every heap, at least 1,000,000 random allocate /
+// deallocate operations checked against a model of the live blocks.
+//   - sizes 1..512 mostly, a tail up to 100 KiB (so large blocks too), some 0;
+//   - hints: a live block's address, nullptr, a freed address, or a random one;
+//   - alignments 0, 8, 16, 64;
+//   - every block is filled (all good_size bytes) with a pattern derived from
+//     its id, verified when freed, on random samples and at the end;
+//   - no two live blocks overlap (std::map by address, neighbours checked);
+//   - every block is aligned as documented (requested alignment, else the
+//     natural alignment of good_size, at least 8);
+//   - at the end, after the heap is gone, the source got back every byte.
+// ALLOTHEQUE_MODEL_OPS overrides the number of operations per heap.
+#include "catch.hpp"
+#include "tracking_source.hpp"
+
+#include <allotheque/allocators/defero.hpp>
+#include <allotheque/allocators/kingsley.hpp>
+#include <allotheque/allocators/medius.hpp>
+#include <allotheque/allocators/quickfit.hpp>
+#include <allotheque/allocators/velox.hpp>
+#include <allotheque/heap.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace al = allotheque;
+using allotheque_test::source_ledger;
+
+// Catch2's REQUIRE/INFO cost microseconds each; the hot path checks with a
+// plain branch and reports through FAIL only when something is wrong.
+#define MODEL_REQUIRE(cond, msg)                                    \
+    do {                                                            \
+        if (!(cond)) FAIL("model check failed: " #cond "; " << msg); \
+    } while (false)
+using allotheque_test::tracking_source;
+
+namespace {
+
+std::size_t model_ops() {
+    if (const char* e = std::getenv("ALLOTHEQUE_MODEL_OPS")) return static_cast<std::size_t>(std::strtoull(e, nullptr, 10));
+    return 1'000'000;
+}
+
+struct live_block {
+    std::byte* p;
+    std::size_t n, align, good;
+    std::uint64_t id;
+};
+
+std::uint64_t word_of(std::uint64_t id, std::size_t k) { return (id * 0x9E3779B97F4A7C15ull) ^ (k * 0x100000001B3ull); }
+
+// good is a multiple of 8 and p is 8-aligned (checked before filling).
+void fill(const live_block& b) {
+    auto* w = reinterpret_cast<std::uint64_t*>(b.p);
+    for (std::size_t k = 0; k < b.good / 8; ++k) w[k] = word_of(b.id, k);
+}
+bool intact(const live_block& b) {
+    const auto* w = reinterpret_cast<const std::uint64_t*>(b.p);
+    for (std::size_t k = 0; k < b.good / 8; ++k)
+        if (w[k] != word_of(b.id, k)) return false;
+    return true;
+}
+
+template <class H>
+class model {
+public:
+    model(H& h, std::uint64_t seed) : h_(h), rng_(seed) {}
+
+    void allocate_one() {
+        const std::size_t n = pick_size();
+        const std::size_t a = pick_alignment();
+        const void* hint = pick_hint();
+        const std::size_t good = H::good_size(n, a);
+        MODEL_REQUIRE(good >= n && good % 8 == 0, "n " << n << " a " << a << " good " << good);
+        auto* p = static_cast<std::byte*>(h_.allocate(al::request{n, hint, a}));
+        MODEL_REQUIRE(p != nullptr, "n " << n);
+        const auto x = reinterpret_cast<std::uintptr_t>(p);
+        // Alignment as documented.
+        MODEL_REQUIRE(x % 8 == 0, x);
+        if (a != 0) MODEL_REQUIRE(x % a == 0, "block " << x << " alignment " << a);
+        else MODEL_REQUIRE(x % al::detail::natural_alignment(good) == 0, "block " << x << " good_size " << good);
+        // No overlap with the neighbours.
+        auto next = by_addr_.lower_bound(x);
+        if (next != by_addr_.end())
+            MODEL_REQUIRE(next->first >= x + good, "new block [" << x << ", +" << good
+                                                                  << ") overlaps the next live block at "
+                                                                  << next->first);
+        if (next != by_addr_.begin()) {
+            const live_block& prev = blocks_[std::prev(next)->second];
+            MODEL_REQUIRE(std::prev(next)->first + prev.good <= x,
+                          "new block at " << x << " overlaps the previous live block [" << std::prev(next)->first
+                                          << ", +" << prev.good << ")");
+        }
+        live_block b{p, n, a, good, next_id_++};
+        fill(b);
+        by_addr_.emplace(x, blocks_.size());
+        blocks_.push_back(b);
+        ++allocations_;
+        if (H::is_large(good)) ++large_;
+    }
+
+    void free_one() {
+        const std::size_t i = rng_() % blocks_.size();
+        free_at(i);
+    }
+
+    void free_at(std::size_t i) {
+        const live_block b = blocks_[i];
+        MODEL_REQUIRE(intact(b), "block id " << b.id << " size " << b.n << " align " << b.align << " corrupted");
+        by_addr_.erase(reinterpret_cast<std::uintptr_t>(b.p));
+        if (i + 1 != blocks_.size()) {
+            blocks_[i] = blocks_.back();
+            by_addr_[reinterpret_cast<std::uintptr_t>(blocks_[i].p)] = i;
+        }
+        blocks_.pop_back();
+        recently_freed_ = b.p;
+        h_.deallocate(b.p, al::request{b.n, nullptr, b.align});
+        ++deallocations_;
+    }
+
+    void verify_sample(std::size_t count) {
+        for (std::size_t k = 0; k < count && !blocks_.empty(); ++k) {
+            const live_block& b = blocks_[rng_() % blocks_.size()];
+            MODEL_REQUIRE(intact(b), "live block id " << b.id << " corrupted");
+        }
+    }
+
+    void verify_all() {
+        std::uintptr_t end = 0;
+        for (auto [x, i] : by_addr_) {
+            const live_block& b = blocks_[i];
+            MODEL_REQUIRE(x >= end, "overlap at " << x);
+            end = x + b.good;
+            MODEL_REQUIRE(intact(b), "live block id " << b.id << " corrupted");
+        }
+        REQUIRE(by_addr_.size() == blocks_.size());
+    }
+
+    void free_all() {
+        while (!blocks_.empty()) free_at(blocks_.size() - 1);
+    }
+
+    void run(std::size_t ops) {
+        for (std::size_t op = 0; op < ops; ++op) {
+            // Phases of growth and shrinkage so classes fill up and drain.
+            // (Up to a few thousand live blocks: enough to fill many classes,
+            // few enough for the linear class walks to stay fast under ASan.)
+            const unsigned phase = static_cast<unsigned>(op / 10'000) % 4;
+            const unsigned alloc_percent = phase == 0 ? 60 : phase == 2 ? 40 : 50;
+            if (blocks_.empty() || rng_() % 100 < alloc_percent) allocate_one();
+            else free_one();
+            if (op % 5'000 == 0) verify_sample(50);
+            if (op == ops / 2) {   // empty the heap once: every class drains completely
+                verify_all();
+                free_all();
+            }
+            max_live_ = std::max(max_live_, blocks_.size());
+        }
+        verify_all();
+    }
+
+    std::size_t live() const { return blocks_.size(); }
+    std::size_t max_live() const { return max_live_; }
+    std::size_t allocations() const { return allocations_; }
+    std::size_t deallocations() const { return deallocations_; }
+    std::size_t large() const { return large_; }
+
+private:
+    // 1..512 uniformly; the tail (3 %) up to 100 KiB comes mostly from a menu of
+    // 32 sizes, as programs have few distinct large sizes. Exact-size heaps
+    // (Velox, Medius, Defero) never split or merge, so every distinct size
+    // leaves chunks of its own behind; with uniformly random tail sizes the
+    // number of classes grows with history and so does every fallback walk
+    // (see the report), which makes 1M operations far too slow under ASan.
+    std::size_t pick_size() {
+        const unsigned r = static_cast<unsigned>(rng_() % 1000);
+        if (r < 2) return 0;
+        if (r < 970) return 1 + rng_() % 512;
+        if (r < 999) return tail_[rng_() % std::size(tail_)];
+        return 513 + rng_() % (100 * 1024 - 512);   // any size up to 100 KiB, rarely
+    }
+    std::size_t pick_alignment() {
+        static constexpr std::size_t as[] = {0, 0, 0, 0, 8, 16, 64};
+        return as[rng_() % std::size(as)];
+    }
+    const void* pick_hint() {
+        const unsigned r = static_cast<unsigned>(rng_() % 100);
+        if (r < 50 && !blocks_.empty()) return blocks_[rng_() % blocks_.size()].p + rng_() % 8;
+        if (r < 53) return recently_freed_;
+        if (r < 55) return reinterpret_cast<const void*>(rng_() & ((std::uint64_t{1} << 47) - 1));
+        return nullptr;
+    }
+
+    H& h_;
+    std::mt19937_64 rng_;
+    std::size_t tail_[32] = {520,   600,   777,   1000,  1024,  1500,  2048,  3000,  4000,  4096,  5000,
+                             6000,  8000,  8192,  10000, 12345, 16384, 20000, 24000, 32768, 40000, 50000,
+                             60000, 65536, 65537, 70000, 80000, 90000, 99999, 100000, 102400, 1 << 16};
+    std::vector<live_block> blocks_;
+    std::map<std::uintptr_t, std::size_t> by_addr_;
+    const void* recently_freed_ = nullptr;
+    std::uint64_t next_id_ = 1;
+    std::size_t max_live_ = 0, allocations_ = 0, deallocations_ = 0, large_ = 0;
+};
+
+template <class H>
+void run_model(const char* name, std::uint64_t seed, std::size_t divisor = 1) {
+    const std::size_t ops = model_ops() / divisor;
+    source_ledger ledger;
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+        auto h = std::make_unique<H>(tracking_source(ledger));
+        model<H> m(*h, seed);
+        m.run(ops);
+        CHECK(m.allocations() + m.deallocations() >= ops);
+        CHECK(h->stats().os_bytes == ledger.bytes);
+        if (ops >= 100'000) {
+            CHECK(m.large() > 0u);   // the tail really reached the large path
+            CHECK(m.max_live() > 1000u);
+        }
+        // Free half, leave the rest to the destructor.
+        for (std::size_t k = m.live() / 2; k > 0; --k) m.free_one();
+        m.verify_all();
+        INFO(name << ": " << m.allocations() << " allocations, max live " << m.max_live() << ", peak from source "
+                  << ledger.peak << " bytes");
+        CHECK(ledger.bad_deallocations == 0u);
+    }
+    CHECK(ledger.bytes == 0u);
+    CHECK(ledger.allocations == ledger.deallocations);
+    CHECK(ledger.balanced());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    WARN(name << ": " << ops << " operations in " << s << " s, peak " << ledger.peak / 1024 << " KiB from the source");
+}
+
+} // namespace
+
+TEST_CASE("model: kingsley_heap", "[model]") { run_model<al::kingsley_heap<tracking_source>>("kingsley", 101); }
+TEST_CASE("model: quickfit_heap", "[model]") { run_model<al::quickfit_heap<tracking_source>>("quickfit", 102); }
+TEST_CASE("model: velox_heap", "[model]") { run_model<al::velox_heap<tracking_source>>("velox", 103); }
+TEST_CASE("model: medius_heap", "[model]") { run_model<al::medius_heap<tracking_source>>("medius", 104); }
+TEST_CASE("model: defero_heap", "[model]") { run_model<al::defero_heap<tracking_source>>("defero", 105); }
+// Non-default parameters (a quarter of the operations each): smaller
+// vicinities, aliasing SK-bit classes, larger vicinities and refill spans.
+TEST_CASE("model: velox_heap with 4 KiB vicinities", "[model]") {
+    run_model<al::velox_heap<tracking_source, al::heap_options<>, 12>>("velox<12>", 106, 4);
+}
+TEST_CASE("model: medius_heap with S=6, K=10", "[model]") {
+    run_model<al::medius_heap<tracking_source, al::heap_options<>, 6, 10>>("medius<6,10>", 107, 4);
+}
+TEST_CASE("model: defero_heap with 64 KiB vicinities and 16 KiB refills", "[model]") {
+    run_model<al::defero_heap<tracking_source, al::heap_options<16384>, 16>>("defero<16>", 108, 4);
+}
