@@ -1,0 +1,604 @@
+#!/usr/bin/python3
+"""Benchmark driver for allotheque (see bench/README.md).
+
+Runs every (Olden program, allocator) in fresh processes of the `olden` runner,
+interleaved across allocators (round-robin within each repetition), takes
+medians, checks that checksums agree, prints tables normalised to glibc and
+writes build/bench-report/{results.json,report.md,*.png}.
+
+    bench/run.py --build-dir build/bench            standard scale, fresh + aged, micro
+    bench/run.py --build-dir build/bench --quick    quick scale, fresh + aged, no micro
+    bench/run.py --build-dir build/bench --full     the paper's inputs
+    bench/run.py ... --cachegrind                   also D1/LL misses under cachegrind (quick scale)
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIBDIR = "/usr/lib/x86_64-linux-gnu"
+PRELOAD = {
+    "glibc": None,
+    "jemalloc": LIBDIR + "/libjemalloc.so.2",
+    "mimalloc": LIBDIR + "/libmimalloc.so.2",
+    "tcmalloc": LIBDIR + "/libtcmalloc_minimal.so.4",
+}
+HEAPS = ["kingsley", "quickfit", "velox", "medius", "defero", "lea", "lea_deferred", "kingsley_coalescing"]
+ALL_ALLOCATORS = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "pmr"] + HEAPS
+CACHEGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--LL=33554432,16,64",
+              "--cachegrind-out-file=/dev/null"]
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def env_for(allocator):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    lib = PRELOAD.get(allocator)
+    if lib:
+        env["LD_PRELOAD"] = lib
+    return env
+
+
+def gmean(xs):
+    xs = [x for x in xs if x is not None and x > 0]
+    if not xs:
+        return None
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def amean(xs):
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def fmt(x, spec="{:.2f}"):
+    return "-" if x is None else spec.format(x)
+
+
+# ---------------------------------------------------------------------------
+# Olden runs
+# ---------------------------------------------------------------------------
+
+def run_olden(exe, program, allocator, scale, aged, timeout, prefix=None):
+    cmd = list(prefix or []) + [exe, "--program", program, "--allocator", allocator, "--scale", scale]
+    if aged:
+        cmd.append("--aged")
+    p = subprocess.run(cmd, env=env_for(allocator), capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError("{} exited {}: {}".format(" ".join(cmd), p.returncode, p.stderr.strip()[-500:]))
+    line = [l for l in p.stdout.splitlines() if l.startswith("{")][-1]
+    rec = json.loads(line)
+    if allocator in PRELOAD and rec.get("malloc_library") != allocator:
+        raise RuntimeError("{}: active malloc is {}, not {}".format(program, rec.get("malloc_library"), allocator))
+    return rec, p.stderr
+
+
+def parse_cachegrind(stderr):
+    out = {}
+    for key, name in (("D1  misses", "d1_misses"), ("LLd misses", "lld_misses"), ("LL misses", "ll_misses"),
+                      ("D   refs", "d_refs"), ("I   refs", "i_refs")):
+        m = re.search(r"==\d+== " + re.escape(key) + r":\s+([\d,]+)", stderr)
+        if m:
+            out[name] = int(m.group(1).replace(",", ""))
+    return out
+
+
+def perf_available():
+    if not shutil.which("perf"):
+        return False
+    try:
+        p = subprocess.run(["perf", "stat", "-x,", "-e", "instructions", "true"], capture_output=True, text=True,
+                           timeout=20)
+    except Exception:
+        return False
+    return p.returncode == 0 and "not supported" not in p.stderr and "<not counted>" not in p.stderr
+
+
+def run_suite(args, exe, programs, allocators, scale, aged_modes, reps):
+    """Every (program, allocator) `reps` times in fresh processes; within a
+    repetition the allocators take turns (round-robin) for each program. With
+    --jobs 2 two runs overlap (smoke runs only: they share the memory bus)."""
+    from concurrent.futures import ThreadPoolExecutor
+    jobs = [(rep, aged, program, allocator) for rep in range(reps) for aged in aged_modes
+            for program in programs for allocator in allocators]
+    runs, errors = [], []
+    t_start = time.time()
+
+    def one(job):
+        rep, aged, program, allocator = job
+        rec, _ = run_olden(exe, program, allocator, scale, aged, args.timeout)
+        rec["rep"] = rep
+        return rec
+
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futs = [(job, pool.submit(one, job)) for job in jobs]
+        for k, (job, f) in enumerate(futs, 1):
+            rep, aged, program, allocator = job
+            head = "[{:4d}/{}] {} rep {} {:5s} {:10s} {:9s}".format(k, len(jobs), scale, rep + 1,
+                                                                   "aged" if aged else "fresh", program, allocator)
+            try:
+                rec = f.result()
+            except Exception as e:   # noqa: BLE001 - reported, the run continues
+                errors.append(str(e))
+                log(head + " FAILED: {}".format(e))
+                continue
+            runs.append(rec)
+            log(head + " {:8.3f} s  rss {:7.1f} MiB  ({:.0f} s elapsed)".format(
+                rec["seconds"], rec["peak_rss_delta_bytes"] / 2**20, time.time() - t_start))
+    return runs, errors
+
+
+def summarise(runs, scale):
+    groups = {}
+    for r in runs:
+        groups.setdefault((r["program"], r["allocator"], r["aged"]), []).append(r)
+    results = []
+    for (program, allocator, aged), rs in groups.items():
+        secs = [r["seconds"] for r in rs]
+        rss = [r["peak_rss_delta_bytes"] for r in rs]
+        req = rs[0]["peak_requested_bytes"]
+        peak_os = int(statistics.median(rss))
+        res = {
+            "program": program, "allocator": allocator, "scale": scale, "aged": aged,
+            "seconds": statistics.median(secs), "seconds_all": secs,
+            "peak_os_bytes": peak_os, "peak_rss_delta_bytes_all": rss,
+            "peak_requested_bytes": req,
+            "fragmentation": (peak_os - req) / req if req else None,
+            "checksum": rs[0]["checksum"], "repetitions": len(rs),
+        }
+        if "malloc_library" in rs[0]:
+            res["malloc_library"] = rs[0]["malloc_library"]
+        if "heap_peak_os_bytes" in rs[0]:
+            res["heap_peak_os_bytes"] = int(statistics.median(r["heap_peak_os_bytes"] for r in rs))
+            res["heap_os_bytes_before"] = rs[0]["heap_os_bytes_before"]
+        if aged:
+            res["aged_bytes_live"] = rs[0]["aged_bytes_live"]
+        results.append(res)
+    return results
+
+
+def check_checksums(records):
+    """All runs of one program at one scale must agree, whatever the allocator or heap age."""
+    by = {}
+    for r in records:
+        by.setdefault((r["program"], r["scale"]), {}).setdefault(r["checksum"], set()).add(
+            "{}{}".format(r["allocator"], "/aged" if r.get("aged") else ""))
+    bad = {k: v for k, v in by.items() if len(v) > 1}
+    return bad
+
+
+# ---------------------------------------------------------------------------
+# Micro-benchmarks
+# ---------------------------------------------------------------------------
+
+def run_micro(args, micro_dir):
+    out = {"alloc_patterns": [], "kingsley_overhead": [], "other": {}}
+    if not os.path.isdir(micro_dir):
+        return out
+    min_time = ["--benchmark_min_time={}".format(args.micro_min_time)]
+    for name in sorted(os.listdir(micro_dir)):
+        exe = os.path.join(micro_dir, name)
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            continue
+        variants = [("glibc", None)]
+        if name == "alloc_patterns":
+            variants += [(a, "malloc") for a in ("jemalloc", "mimalloc", "tcmalloc")]
+        for label, filt in variants:
+            cmd = [exe, "--benchmark_format=json"] + min_time
+            if filt:
+                cmd.append("--benchmark_filter=/" + filt + "/")
+            log("micro: {} ({})".format(name, label if filt else "all"))
+            try:
+                p = subprocess.run(cmd, env=env_for(label), capture_output=True, text=True, timeout=1800)
+                data = json.loads(p.stdout)
+            except Exception as e:   # noqa: BLE001
+                log("micro: {} failed: {}".format(name, e))
+                continue
+            rows = []
+            for b in data.get("benchmarks", []):
+                parts = b["name"].split("/")
+                row = {"benchmark": name, "name": b["name"], "real_time": b.get("real_time"),
+                       "time_unit": b.get("time_unit"), "label": b.get("label", "")}
+                if "ns_per_pair" in b:
+                    row["ns_per_pair"] = b["ns_per_pair"]   # the counter is already ns per pair
+                if len(parts) == 3:
+                    row["pattern"], row["allocator"], row["size"] = parts[0], parts[1], int(parts[2])
+                    if row["allocator"] == "malloc":
+                        row["allocator"] = b.get("label") or label
+                rows.append(row)
+            if name in ("alloc_patterns", "kingsley_overhead"):
+                out[name] += rows
+            else:
+                out["other"].setdefault(name, []).extend(rows)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Tables and plots
+# ---------------------------------------------------------------------------
+
+def table(rows, header):
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = lambda r: "| " + " | ".join(str(x).rjust(w) for x, w in zip(r, widths)) + " |"   # noqa: E731
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(header), sep] + [line(r) for r in rows])
+
+
+def normalised_tables(results, programs, allocators, aged):
+    idx = {(r["program"], r["allocator"]): r for r in results if r["aged"] == aged}
+    out = {}
+    for metric in ("time", "memory", "fragmentation"):
+        rows = []
+        cols = {a: [] for a in allocators}
+        for p in programs:
+            base = idx.get((p, "glibc"))
+            row = [p]
+            for a in allocators:
+                r = idx.get((p, a))
+                v = None
+                if r is not None:
+                    if metric == "time" and base and base["seconds"] > 0:
+                        v = r["seconds"] / base["seconds"]
+                    elif metric == "memory" and base and base["peak_os_bytes"] > 0:
+                        v = r["peak_os_bytes"] / base["peak_os_bytes"]
+                    elif metric == "fragmentation":
+                        v = r["fragmentation"]
+                cols[a].append(v)
+                row.append(fmt(v, "{:.1%}" if metric == "fragmentation" else "{:.2f}"))
+            rows.append(row)
+        if metric == "fragmentation":
+            rows.append(["mean"] + [fmt(amean(cols[a]), "{:.1%}") for a in allocators])
+            rows.append(["median"] + [fmt(statistics.median([v for v in cols[a] if v is not None])
+                                          if any(v is not None for v in cols[a]) else None, "{:.1%}")
+                                      for a in allocators])
+        else:
+            rows.append(["geomean"] + [fmt(gmean(cols[a])) for a in allocators])
+        out[metric] = (table(rows, ["program"] + allocators), cols)
+    return out
+
+
+def plots(report_dir, results, programs, allocators, variants, cg):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:   # noqa: BLE001
+        log("matplotlib unavailable, no plots: {}".format(e))
+        return []
+    made = []
+    others = [a for a in allocators if a != "glibc"]
+    colors = {a: plt.cm.tab10(i % 10) for i, a in enumerate(allocators)}
+
+    # Figure 10 style: normalised run time per program, grouped bars.
+    fig, axes = plt.subplots(len(variants), 1, figsize=(max(10, len(programs) * 1.1), 4 * len(variants)),
+                             squeeze=False)
+    for ax, (sc, aged) in zip(axes[:, 0], variants):
+        idx = {(r["program"], r["allocator"]): r for r in results if r["aged"] == aged and r["scale"] == sc}
+        labels = programs + ["geomean"]
+        width = 0.8 / max(1, len(others))
+        for j, a in enumerate(others):
+            vals = []
+            for p in programs:
+                b, r = idx.get((p, "glibc")), idx.get((p, a))
+                vals.append(r["seconds"] / b["seconds"] if r and b and b["seconds"] > 0 else 0)
+            vals.append(gmean(vals) or 0)
+            ax.bar([i + (j - (len(others) - 1) / 2) * width for i in range(len(labels))], vals, width,
+                   label=a, color=colors[a])
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, rotation=30, ha="right")
+        ax.set_ylabel("run time / glibc")
+        ax.set_title("Olden run time normalised to glibc ({} heap, {} scale)".format("aged" if aged else "fresh", sc))
+        ax.legend(ncol=5, fontsize=8)
+    fig.tight_layout()
+    path = os.path.join(report_dir, "time.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    made.append(("Run time normalised to glibc (Figure 10 style)", "time.png"))
+
+    # Table 6 style: fragmentation per allocator (mean over programs).
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / len(variants)
+    for j, (sc, aged) in enumerate(variants):
+        vals = []
+        for a in allocators:
+            fr = [r["fragmentation"] for r in results if r["aged"] == aged and r["scale"] == sc and r["allocator"] == a]
+            vals.append(100 * (amean(fr) or 0))
+        ax.bar([i + (j - (len(variants) - 1) / 2) * width for i in range(len(allocators))], vals, width,
+               label="{} heap, {}".format("aged" if aged else "fresh", sc))
+    ax.set_xticks(range(len(allocators)))
+    ax.set_xticklabels(allocators, rotation=30, ha="right")
+    ax.set_ylabel("fragmentation, % (mean over programs)")
+    ax.set_title("(peak RSS delta - peak requested) / peak requested")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(report_dir, "fragmentation.png"), dpi=110)
+    plt.close(fig)
+    made.append(("Fragmentation per allocator (Table 6 style)", "fragmentation.png"))
+
+    # Figure 11 style: cachegrind misses normalised to glibc.
+    if cg:
+        idx = {(r["program"], r["allocator"]): r for r in cg}
+        cprogs = [p for p in programs if (p, "glibc") in idx]
+        fig, axes = plt.subplots(2, 1, figsize=(max(10, len(cprogs) * 1.1), 8), squeeze=False)
+        for ax, key, title in ((axes[0, 0], "d1_misses", "D1 data misses"), (axes[1, 0], "ll_misses", "LL misses")):
+            labels = cprogs + ["geomean"]
+            width = 0.8 / max(1, len(others))
+            for j, a in enumerate(others):
+                vals = []
+                for p in cprogs:
+                    b, r = idx.get((p, "glibc")), idx.get((p, a))
+                    vals.append(r[key] / b[key] if r and b and b.get(key) and r.get(key) is not None else 0)
+                vals.append(gmean(vals) or 0)
+                ax.bar([i + (j - (len(others) - 1) / 2) * width for i in range(len(labels))], vals, width,
+                       label=a, color=colors[a])
+            ax.axhline(1.0, color="black", linewidth=0.8)
+            ax.set_xticks(range(len(labels)))
+            ax.set_xticklabels(labels, rotation=30, ha="right")
+            ax.set_ylabel("misses / glibc")
+            ax.set_title("{} (cachegrind, quick scale, fresh heap)".format(title))
+            ax.legend(ncol=5, fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(report_dir, "locality.png"), dpi=110)
+        plt.close(fig)
+        made.append(("Cache misses normalised to glibc (Figure 11 style)", "locality.png"))
+    return made
+
+
+def micro_tables(micro):
+    parts = []
+    ap = micro["alloc_patterns"]
+    if ap:
+        allocs = []
+        for r in ap:
+            if "allocator" in r and r["allocator"] not in allocs:
+                allocs.append(r["allocator"])
+        keys = sorted({(r["pattern"], r["size"]) for r in ap if "pattern" in r},
+                      key=lambda k: (["lifo", "random", "churn"].index(k[0]) if k[0] in ("lifo", "random", "churn")
+                                     else 9, k[1]))
+        idx = {(r["pattern"], r["size"], r["allocator"]): r.get("ns_per_pair") for r in ap if "pattern" in r}
+        rows = [["{} {} B".format(p, s)] + [fmt(idx.get((p, s, a)), "{:.1f}") for a in allocs] for p, s in keys]
+        parts.append("### alloc_patterns: ns per allocate/free pair\n\n" + table(rows, ["pattern"] + allocs))
+    ko = micro["kingsley_overhead"]
+    ratio = None
+    if ko:
+        idx = {(r["pattern"], r["size"], r["allocator"]): r.get("ns_per_pair") for r in ko if "pattern" in r}
+        rows, ratios = [], []
+        order = {"lifo": 0, "random": 1, "churn": 2}
+        for (p, s, a) in sorted(idx, key=lambda k: (order.get(k[0], 9), k[1])):
+            if a != "composed":
+                continue
+            c, h = idx.get((p, s, "composed")), idx.get((p, s, "plain"))
+            rt = c / h if c and h else None
+            ratios.append(rt)
+            rows.append(["{} {} B".format(p, s), fmt(c, "{:.2f}"), fmt(h, "{:.2f}"), fmt(rt, "{:.3f}")])
+        ratio = gmean(ratios)
+        rows.append(["geomean", "", "", fmt(ratio, "{:.3f}")])
+        parts.append("### kingsley_overhead: composed kingsley_heap vs hand-written Kingsley\n\n" +
+                     table(rows, ["pattern", "composed ns", "plain ns", "composed / plain"]))
+    for name, rows in micro["other"].items():
+        t = [[r["name"], fmt(r.get("real_time"), "{:.1f}"), r.get("time_unit", "")] for r in rows]
+        parts.append("### {}\n\n".format(name) + table(t, ["benchmark", "real time", "unit"]))
+    return "\n\n".join(parts), ratio
+
+
+# ---------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", default="build/bench")
+    ap.add_argument("--report-dir", default=None, help="default: build/bench-report")
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--quick", action="store_true", help="quick scale (< 2 min)")
+    g.add_argument("--full", action="store_true", help="the paper's inputs")
+    ap.add_argument("--reps", type=int, default=3, help="repetitions per (program, allocator), >= 3 recommended")
+    ap.add_argument("--heap", choices=["both", "fresh", "aged"], default=None,
+                    help="fresh heap, aged heap or both (default: both; --quick: fresh)")
+    ap.add_argument("--aged-scale", choices=["quick", "standard", "full"], default=None,
+                    help="scale of the aged-heap runs (default: quick in the default mode, else the main scale)")
+    ap.add_argument("--jobs", type=int, default=None,
+                    help="concurrent Olden runs (default 1; --quick: 2, a smoke run on 2 cores)")
+    ap.add_argument("--programs", default=None, help="comma-separated subset")
+    ap.add_argument("--allocators", default=None, help="comma-separated subset (glibc is always added)")
+    ap.add_argument("--micro", dest="micro", action="store_true", default=None, help="run micro-benchmarks")
+    ap.add_argument("--no-micro", dest="micro", action="store_false")
+    ap.add_argument("--micro-min-time", type=float, default=0.2, help="--benchmark_min_time, seconds")
+    ap.add_argument("--cachegrind", action="store_true", help="D1/LL misses under cachegrind, quick scale, once")
+    ap.add_argument("--cachegrind-jobs", type=int, default=2, help="parallel cachegrind runs (counts, not times)")
+    ap.add_argument("--timeout", type=float, default=900)
+    args = ap.parse_args()
+
+    os.chdir(ROOT)
+    scale = "quick" if args.quick else "full" if args.full else "standard"
+    if args.micro is None:
+        args.micro = not args.quick
+    if args.heap is None:
+        args.heap = "fresh" if args.quick else "both"
+    if args.jobs is None:
+        args.jobs = 2 if args.quick else 1
+    aged_scale = args.aged_scale or ("quick" if scale == "standard" else scale)
+    variants = {"both": [(scale, False), (aged_scale, True)], "fresh": [(scale, False)],
+                "aged": [(aged_scale, True)]}[args.heap]
+    report_dir = args.report_dir or os.path.join(ROOT, "build", "bench-report")
+    os.makedirs(report_dir, exist_ok=True)
+    bdir = os.path.abspath(args.build_dir)
+    exe = os.path.join(bdir, "bench", "olden")
+    if not os.access(exe, os.X_OK):
+        sys.exit("run.py: {} not found; build first (cmake --preset bench && cmake --build --preset bench)".format(exe))
+
+    programs = subprocess.run([exe, "--list"], capture_output=True, text=True, check=True).stdout.split()
+    if args.programs:
+        want = args.programs.split(",")
+        programs = [p for p in programs if p in want]
+    allocators = list(ALL_ALLOCATORS)
+    if args.allocators:
+        want = args.allocators.split(",")
+        allocators = ["glibc"] + [a for a in ALL_ALLOCATORS if a in want and a != "glibc"]
+    for a in list(allocators):
+        lib = PRELOAD.get(a)
+        if lib and not os.path.exists(lib):
+            log("warning: {} not found, {} skipped".format(lib, a))
+            allocators.remove(a)
+
+    t0 = time.time()
+    load_start = os.getloadavg()
+    vtext = ", ".join("{} heap at {} scale".format("aged" if a else "fresh", s) for s, a in variants)
+    log("olden: {}; {} repetitions; {} job(s); programs: {}".format(vtext, args.reps, args.jobs, " ".join(programs)))
+    log("allocators: {}".format(" ".join(allocators)))
+    runs, errors, results = [], [], []
+    for sc, aged in variants:
+        r, e = run_suite(args, exe, programs, allocators, sc, [aged], args.reps)
+        runs += r
+        errors += e
+        results += summarise(r, sc)
+    t_olden = time.time() - t0
+
+    # Cachegrind: one run per (program, allocator), quick scale, fresh heap.
+    cg = []
+    if args.cachegrind:
+        if not shutil.which("valgrind"):
+            log("cachegrind: valgrind not found, skipped")
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+            jobs = [(p, a) for p in programs for a in allocators]
+            log("cachegrind: {} runs, {} at a time".format(len(jobs), args.cachegrind_jobs))
+
+            def one(job):
+                p, a = job
+                rec, err = run_olden(exe, p, a, "quick", False, args.timeout * 4, prefix=CACHEGRIND)
+                rec.update(parse_cachegrind(err))
+                return rec
+
+            with ThreadPoolExecutor(max_workers=max(1, args.cachegrind_jobs)) as pool:
+                futs = {pool.submit(one, j): j for j in jobs}
+                for n, f in enumerate(futs, 1):
+                    p, a = futs[f]
+                    try:
+                        rec = f.result()
+                    except Exception as e:   # noqa: BLE001
+                        errors.append("cachegrind {} {}: {}".format(p, a, e))
+                        log("cachegrind [{}/{}] {} {} FAILED: {}".format(n, len(jobs), p, a, e))
+                        continue
+                    cg.append(rec)
+                    log("cachegrind [{}/{}] {:10s} {:9s} D1 {:>14,} LL {:>12,}".format(
+                        n, len(jobs), p, a, rec.get("d1_misses", -1), rec.get("ll_misses", -1)))
+    perf_ok = perf_available()
+    log("perf stat: {}".format("available (not used by this driver yet)" if perf_ok else
+                               "hardware counters not supported here, skipped"))
+
+    # Merge cachegrind counts into the result rows.
+    for rec in cg:
+        row = next((r for r in results if r["program"] == rec["program"] and r["allocator"] == rec["allocator"]
+                    and r["scale"] == "quick" and not r["aged"]), None)
+        if row is None:
+            row = {"program": rec["program"], "allocator": rec["allocator"], "scale": "quick", "aged": False,
+                   "seconds": None, "peak_os_bytes": None, "peak_requested_bytes": rec["peak_requested_bytes"],
+                   "fragmentation": None, "checksum": rec["checksum"], "measure": "cachegrind"}
+            results.append(row)
+        for k in ("d1_misses", "lld_misses", "ll_misses", "d_refs", "i_refs"):
+            if k in rec:
+                row[k] = rec[k]
+
+    bad = check_checksums(runs + cg)
+    micro = {"alloc_patterns": [], "kingsley_overhead": [], "other": {}}
+    if args.micro:
+        micro = run_micro(args, os.path.join(bdir, "bench", "micro"))
+    micro_md, k_ratio = micro_tables(micro)
+    elapsed = time.time() - t0
+
+    # ---- console tables and report ----
+    md = ["# allotheque benchmark report", "",
+          "- date: {}".format(datetime.datetime.now().isoformat(timespec="seconds")),
+          "- machine: {} ({} CPUs), {}".format(platform.node(), os.cpu_count(), platform.platform()),
+          "- runs: {}; repetitions: {} (median); concurrent runs: {}".format(vtext, args.reps, args.jobs),
+          "- Olden wall time: {:.0f} s; total: {:.0f} s".format(t_olden, elapsed),
+          "- load average at start / end: {:.1f} / {:.1f} (other work on the machine inflates and scatters "
+          "times)".format(load_start[0], os.getloadavg()[0]),
+          "- malloc baselines: the same binary with LD_PRELOAD; the library active in each run is read from "
+          "/proc/self/maps and checked (column `malloc_library` in results.json)",
+          "- memory: peak_os = VmHWM after the program - VmRSS before it (VmHWM reset via /proc/self/clear_refs "
+          "after ageing), the same measure for every allocator; fragmentation = (peak_os - peak_requested) / "
+          "peak_requested. On an aged heap peak_requested counts the program's bytes only, and holes left by "
+          "ageing can make fragmentation negative.",
+          "- checksums: {}".format("all agree" if not bad else "MISMATCH: " + json.dumps(
+              {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()})),
+          ""]
+    if errors:
+        md += ["## Errors", ""] + ["- " + e for e in errors] + [""]
+    for sc, aged in variants:
+        tabs = normalised_tables([r for r in results if r["scale"] == sc], programs, allocators, aged)
+        heap = "aged" if aged else "fresh"
+        for metric, title in (("time", "Run time / glibc"), ("memory", "Peak memory (RSS delta) / glibc"),
+                              ("fragmentation", "Fragmentation")):
+            text = tabs[metric][0]
+            log("\n{} ({} heap, {} scale)\n{}".format(title, heap, sc, text))
+            md += ["## {} ({} heap, {} scale)".format(title, heap, sc), "", text, ""]
+    if cg:
+        idx = {(r["program"], r["allocator"]): r for r in cg}
+        for key, title in (("d1_misses", "D1 misses / glibc"), ("ll_misses", "LL misses / glibc")):
+            rows, cols = [], {a: [] for a in allocators}
+            for p in programs:
+                b = idx.get((p, "glibc"))
+                row = [p]
+                for a in allocators:
+                    r = idx.get((p, a))
+                    v = r[key] / b[key] if r and b and b.get(key) and key in r else None
+                    cols[a].append(v)
+                    row.append(fmt(v))
+                rows.append(row)
+            rows.append(["geomean"] + [fmt(gmean(cols[a])) for a in allocators])
+            text = table(rows, ["program"] + allocators)
+            log("\n{} (cachegrind, quick, fresh)\n{}".format(title, text))
+            md += ["## {} (cachegrind, quick scale, fresh heap)".format(title), "", text, ""]
+    if micro_md:
+        log("\n" + micro_md)
+        md += ["## Micro-benchmarks", "", micro_md, ""]
+        if k_ratio:
+            md += ["Composed Kingsley / hand-written Kingsley, geometric mean: **{:.3f}**".format(k_ratio), ""]
+    made = plots(report_dir, [r for r in results if r.get("seconds") is not None], programs, allocators,
+                 variants, cg)
+    md += ["## Plots", ""]
+    for title, f in made:
+        md += ["### " + title, "", "![{}]({})".format(title, f), ""]
+
+    with open(os.path.join(report_dir, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    doc = {"scale": scale, "variants": [{"scale": s, "aged": a} for s, a in variants], "repetitions": args.reps,
+           "jobs": args.jobs, "allocators": allocators,
+           "programs": programs, "runs": runs, "cachegrind": cg, "micro": micro, "errors": errors,
+           "checksum_mismatches": {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()},
+           "kingsley_composed_over_plain": k_ratio, "elapsed_seconds": elapsed}
+    with open(os.path.join(report_dir, "details.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    if args.micro:
+        with open(os.path.join(report_dir, "micro.json"), "w") as f:
+            json.dump({"alloc_patterns": micro["alloc_patterns"], "kingsley_overhead": micro["kingsley_overhead"],
+                       "kingsley_composed_over_plain_geomean": k_ratio, "other": micro["other"]}, f, indent=1)
+    with open(os.path.join(report_dir, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    log("\nwrote {}/results.json, details.json, report.md and {} plots ({:.0f} s)".format(
+        report_dir, len(made), elapsed))
+    if bad:
+        log("ERROR: checksums differ across allocators: {}".format(sorted(bad)))
+        return 1
+    if errors:
+        log("ERROR: {} run(s) failed".format(len(errors)))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
