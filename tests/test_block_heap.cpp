@@ -1,0 +1,784 @@
+// block_heap (boundary tags, splitting, coalescing): lea_heap, lea_deferred_heap
+// and kingsley_coalescing_heap over the tracking source. good_size and
+// usable_size, alignment, zero and huge sizes, large blocks, splitting and
+// coalescing observed through the addresses and the source's byte count,
+// deferred coalescing, deallocate_all and destruction returning every byte, a
+// refusing source, a double free aborting (in a forked child), and a
+// model-based test of 1,000,000 random operations per heap (half of the frees
+// malloc-style, without a size).
+// ALLOTHEQUE_MODEL_OPS overrides the number of model operations per heap.
+#include "catch.hpp"
+#include "tracking_source.hpp"
+
+#include <allotheque/allocators/kingsley_coalescing.hpp>
+#include <allotheque/allocators/lea.hpp>
+#include <allotheque/block_heap.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <memory>
+#include <new>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace al = allotheque;
+using allotheque_test::source_ledger;
+using allotheque_test::tracking_source;
+
+namespace {
+
+using lea = al::lea_heap<tracking_source>;
+using lea_deferred = al::lea_deferred_heap<tracking_source>;
+using kingsley_coalescing = al::kingsley_coalescing_heap<tracking_source>;
+
+std::uintptr_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+// Served on its own from the source (documented in block_heap.hpp).
+bool is_large(std::size_t n, std::size_t a) { return a > 16 || n > 64 * 1024; }
+
+void fill(void* p, std::size_t n, std::uint64_t seed) {
+    auto* b = static_cast<unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<unsigned char>(seed * 31 + i);
+}
+bool check(const void* p, std::size_t n, std::uint64_t seed) {
+    auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i)
+        if (b[i] != static_cast<unsigned char>(seed * 31 + i)) return false;
+    return true;
+}
+
+// Runs f in a child; returns {terminated by SIGABRT, what it wrote on stderr}
+// (the approach of test_layers.cpp).
+template <class F>
+std::pair<bool, std::string> in_child(F f) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::close(fds[0]);
+        ::dup2(fds[1], 2);
+        std::signal(SIGABRT, SIG_DFL);   // not Catch's handler: the parent checks the signal
+        f();
+        std::_Exit(0);   // reached only when nothing was detected
+    }
+    ::close(fds[1]);
+    std::string err;
+    char buf[512];
+    for (ssize_t k; (k = ::read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<std::size_t>(k));
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return {WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, err};
+}
+
+// Allocates blocks of n bytes until the (limited) source refuses; returns them.
+template <class H>
+std::vector<void*> exhaust(H& h, std::size_t n) {
+    std::vector<void*> v;
+    while (void* p = h.try_allocate(al::request{n})) v.push_back(p);
+    return v;
+}
+
+// Among blocks allocated in a row, `count` that are adjacent (each starting
+// where the previous one's block ends); their index in v, or v.size().
+std::size_t adjacent_run(const std::vector<void*>& v, std::size_t block, std::size_t count) {
+    for (std::size_t i = 0; i + count <= v.size(); ++i) {
+        bool ok = true;
+        for (std::size_t k = 1; k < count && ok; ++k) ok = addr(v[i + k]) == addr(v[i]) + k * block;
+        if (ok) return i;
+    }
+    return v.size();
+}
+
+} // namespace
+
+#define BLOCK_HEAPS lea, lea_deferred, kingsley_coalescing
+
+TEMPLATE_TEST_CASE("block_heap: good_size and usable_size cover the request", "[block_heap]", BLOCK_HEAPS) {
+    using H = TestType;
+    source_ledger ledger;
+    {
+        H h{tracking_source(ledger)};
+        std::mt19937_64 rng(1);
+        std::vector<std::size_t> ns;
+        for (std::size_t n = 0; n <= 3000; ++n) ns.push_back(n);
+        for (int i = 0; i < 300; ++i) ns.push_back(rng() % 200000);
+        for (std::size_t n : {std::size_t{64 * 1024 - 1}, std::size_t{64 * 1024}, std::size_t{64 * 1024 + 1}})
+            ns.push_back(n);
+        std::vector<void*> live;
+        for (std::size_t n : ns) {
+            const std::size_t g = H::good_size(n);
+            REQUIRE(g >= n);
+            REQUIRE(g % 8 == 0);
+            REQUIRE(H::good_size(n, 16) == g);   // 16 is the natural alignment
+            void* p = h.allocate(al::request{n});
+            REQUIRE(p != nullptr);
+            REQUIRE(addr(p) % 16 == 0);
+            const std::size_t u = H::usable_size(p);
+            REQUIRE(u >= g);
+            std::memset(p, 0xab, u);   // every usable byte is writable (ASan checks)
+            live.push_back(p);
+            if (live.size() > 64) {
+                h.deallocate(live.front());
+                live.erase(live.begin());
+            }
+        }
+        for (void* p : live) h.deallocate(p);
+        // Refused requests.
+        CHECK(H::good_size(1, 3) == 0);
+        CHECK(H::good_size(1, 8192) == 0);
+        CHECK(H::good_size(std::numeric_limits<std::size_t>::max()) == 0);
+        CHECK(H::good_size(H::max_size + 1) == 0);
+    }
+    CHECK(ledger.balanced());
+}
+
+TEMPLATE_TEST_CASE("block_heap: alignment", "[block_heap]", BLOCK_HEAPS) {
+    using H = TestType;
+    source_ledger ledger;
+    {
+        H h{tracking_source(ledger)};
+        std::vector<std::pair<void*, std::size_t>> live;
+        for (std::size_t n : {0u, 1u, 8u, 15u, 16u, 17u, 100u, 1000u, 5000u, 70000u}) {
+            for (std::size_t a : {0u, 1u, 2u, 4u, 8u, 16u, 32u, 64u, 4096u}) {
+                void* p = h.allocate(al::request{n, nullptr, a});
+                REQUIRE(addr(p) % std::max<std::size_t>(a, 16) == 0);
+                REQUIRE(H::usable_size(p) >= n);
+                REQUIRE(H::usable_size(p) >= H::good_size(n, a));
+                std::memset(p, 0x5a, H::usable_size(p));
+                live.emplace_back(p, a);
+            }
+        }
+        // Beyond a page, or not a power of two: refused.
+        for (std::size_t a : {8192u, 3u, 24u, 48u, 100u, 4095u, 1u << 20}) {
+            CHECK(h.try_allocate(al::request{16, nullptr, a}) == nullptr);
+            CHECK_THROWS_AS((void)h.allocate(al::request{16, nullptr, a}), std::bad_alloc);
+            CHECK(H::good_size(16, a) == 0);
+        }
+        // Sized and unsized deallocation both work.
+        bool sized = false;
+        for (auto [p, a] : live) {
+            if ((sized = !sized)) h.deallocate(p, al::request{0, nullptr, a});
+            else h.deallocate(p);
+        }
+        CHECK(h.stats().large_blocks == 0u);
+    }
+    CHECK(ledger.balanced());
+}
+
+TEMPLATE_TEST_CASE("block_heap: size 0 gives unique blocks", "[block_heap]", BLOCK_HEAPS) {
+    using H = TestType;
+    source_ledger ledger;
+    {
+        H h{tracking_source(ledger)};
+        std::set<void*> seen;
+        std::vector<void*> v;
+        for (int i = 0; i < 1000; ++i) {
+            void* p = h.allocate(al::request{0});
+            REQUIRE(p != nullptr);
+            REQUIRE(seen.insert(p).second);
+            REQUIRE(H::usable_size(p) >= 1);
+            v.push_back(p);
+        }
+        std::sort(v.begin(), v.end());
+        for (std::size_t i = 1; i < v.size(); ++i) REQUIRE(addr(v[i - 1]) + H::usable_size(v[i - 1]) <= addr(v[i]));
+        for (void* p : v) h.deallocate(p);
+    }
+    CHECK(ledger.balanced());
+}
+
+TEMPLATE_TEST_CASE("block_heap: huge sizes are refused and the heap still works", "[block_heap]", BLOCK_HEAPS) {
+    using H = TestType;
+    source_ledger ledger;
+    {
+        H h{tracking_source(ledger)};
+        void* keep = h.allocate(al::request{100});
+        fill(keep, 100, 7);
+        for (std::size_t n : {std::numeric_limits<std::size_t>::max(), std::numeric_limits<std::size_t>::max() - 15,
+                              H::max_size + 1, H::max_size, std::size_t{1} << 50}) {
+            for (std::size_t a : {0u, 64u}) {
+                CHECK(h.try_allocate(al::request{n, nullptr, a}) == nullptr);
+                CHECK_THROWS_AS((void)h.allocate(al::request{n, nullptr, a}), std::bad_alloc);
+            }
+        }
+        CHECK(h.stats().os_bytes == ledger.bytes);
+        CHECK(h.stats().large_blocks == 0u);
+        void* p = h.allocate(al::request{200});
+        fill(p, 200, 8);
+        CHECK(check(keep, 100, 7));
+        CHECK(check(p, 200, 8));
+        h.deallocate(p);
+        h.deallocate(keep);
+    }
+    CHECK(ledger.balanced());
+}
+
+TEMPLATE_TEST_CASE("block_heap: large blocks round-trip", "[block_heap]", BLOCK_HEAPS) {
+    using H = TestType;
+    source_ledger ledger;
+    {
+        H h{tracking_source(ledger)};
+        std::vector<std::pair<void*, std::size_t>> v;
+        std::size_t seed = 0;
+        for (std::size_t n : {64u * 1024 + 1, 65u * 1024, 100u * 1024, 1u << 20, (1u << 20) + 12345, 5u << 20}) {
+            void* p = h.allocate(al::request{n});
+            REQUIRE(addr(p) % 16 == 0);
+            REQUIRE(H::usable_size(p) >= n);
+            REQUIRE(H::good_size(n) >= n);
+            fill(p, n, ++seed);
+            v.emplace_back(p, n);
+        }
+        CHECK(h.stats().large_blocks == v.size());
+        CHECK(h.stats().os_bytes == ledger.bytes);
+        // Each in its own mapping; freeing one gives exactly its bytes back.
+        const std::size_t before = ledger.bytes;
+        seed = 0;
+        for (auto [p, n] : v) CHECK(check(p, n, ++seed));
+        h.deallocate(v[1].first);   // unsized
+        CHECK(ledger.bytes < before);
+        CHECK(h.stats().large_blocks == v.size() - 1);
+        h.deallocate(v[2].first, al::request{v[2].second});   // sized
+        CHECK(h.stats().large_blocks == v.size() - 2);
+        h.deallocate(v[0].first);
+        h.deallocate(v[3].first);
+        h.deallocate(v[4].first);
+        // The last one is left to the destructor.
+        CHECK(h.stats().large_blocks == 1u);
+    }
+    CHECK(ledger.balanced());
+}
+
+TEMPLATE_TEST_CASE("block_heap: one free block is split for many small requests", "[block_heap]", BLOCK_HEAPS) {
+    using H = TestType;
+    source_ledger ledger;
+    {
+        H h{tracking_source(ledger)};
+        std::vector<void*> v;
+        for (int i = 0; i < 1000; ++i) v.push_back(h.allocate(al::request{24}));
+        // One span from the source holds them all ...
+        CHECK(ledger.allocations == 1u);
+        CHECK(h.stats().os_bytes == 64u * 1024);
+        // ... cut one after the other from the same free block.
+        const std::size_t block = H::usable_size(v[0]) + 8;
+        for (std::size_t i = 1; i < v.size(); ++i) REQUIRE(addr(v[i]) == addr(v[i - 1]) + block);
+        CHECK(block == 32u);
+        for (void* p : v) h.deallocate(p);
+        // All merged back: a block as big as the whole span but its tags is served
+        // without a second span.
+        if constexpr (!std::is_same_v<H, lea_deferred>) {   // (deferred: see its own test)
+            void* big = h.allocate(al::request{32 * 1024 - 8});
+            CHECK(ledger.allocations == 1u);
+            CHECK(addr(big) == addr(v[0]));
+            h.deallocate(big);
+        }
+    }
+    CHECK(ledger.balanced());
+}
+
+TEMPLATE_TEST_CASE("block_heap: a run of adjacent free blocks is merged", "[block_heap]", BLOCK_HEAPS) {
+    using H = TestType;
+    source_ledger ledger;
+    ledger.limit = 64 * 1024;   // one span: beyond it the source refuses
+    {
+        H h{tracking_source(ledger)};
+        // Fill the span with 512-byte blocks (504 + the head word) until the
+        // source refuses: no free block of 512 bytes is left anywhere.
+        std::vector<void*> v = exhaust(h, 504);
+        REQUIRE(v.size() > 100);
+        CHECK_THROWS_AS((void)h.allocate(al::request{504}), std::bad_alloc);
+        const std::size_t bytes = ledger.bytes, allocations = ledger.allocations, refusals = ledger.refusals;
+        const std::size_t i = adjacent_run(v, 512, 8);
+        REQUIRE(i < v.size());
+        // Free the 8 in a scrambled order (each merges with either side) ...
+        for (std::size_t k : {3u, 1u, 6u, 0u, 7u, 2u, 5u, 4u}) {
+            if (k % 2) h.deallocate(v[i + k]);
+            else h.deallocate(v[i + k], al::request{504});
+        }
+        // ... and 4096 - 8 bytes are served from them without the source.
+        void* p = h.try_allocate(al::request{8 * 512 - 8});
+        REQUIRE(p != nullptr);
+        CHECK(addr(p) == addr(v[i]));
+        CHECK(ledger.bytes == bytes);
+        CHECK(ledger.allocations == allocations);
+        CHECK(ledger.refusals == refusals);   // never even asked
+        std::memset(p, 0x11, H::usable_size(p));
+        // Splitting the merged block again: 8 blocks of 512 in the same place.
+        h.deallocate(p);
+        for (std::size_t k = 0; k < 8; ++k) {
+            void* q = h.try_allocate(al::request{504});
+            REQUIRE(q != nullptr);
+            CHECK(addr(q) >= addr(v[i]));
+            CHECK(addr(q) < addr(v[i]) + 8 * 512);
+        }
+        CHECK(h.try_allocate(al::request{504}) == nullptr);
+        CHECK(ledger.bytes == bytes);
+    }
+    CHECK(ledger.balanced());
+}
+
+TEST_CASE("block_heap: immediate coalescing merges at once", "[block_heap]") {
+    source_ledger ledger;
+    {
+        lea h{tracking_source(ledger)};
+        void* a = h.allocate(al::request{200});   // 208-byte blocks
+        void* b = h.allocate(al::request{200});
+        void* guard = h.allocate(al::request{200});
+        REQUIRE(addr(b) == addr(a) + 208);
+        h.deallocate(a);
+        h.deallocate(b);
+        void* ab = h.allocate(al::request{2 * 208 - 8});
+        CHECK(ab == a);
+        h.deallocate(ab);
+        h.deallocate(guard);
+    }
+    CHECK(ledger.balanced());
+}
+
+TEST_CASE("block_heap: deferred coalescing", "[block_heap]") {
+    using H = lea_deferred;
+    SECTION("freed blocks wait and serve the same size again") {
+        source_ledger ledger;
+        {
+            H h{tracking_source(ledger)};
+            void* a = h.allocate(al::request{200});
+            void* b = h.allocate(al::request{200});
+            void* guard = h.allocate(al::request{200});
+            REQUIRE(addr(b) == addr(a) + 208);
+            h.deallocate(a);
+            h.deallocate(b);
+            // Not merged: a request for both is served elsewhere ...
+            void* ab = h.allocate(al::request{2 * 208 - 8});
+            CHECK(ab != a);
+            // ... and the waiting blocks serve their size again, last freed first.
+            CHECK(h.allocate(al::request{200}) == b);
+            CHECK(h.allocate(al::request{193}) == a);   // 193..200 all take 208-byte blocks
+            h.deallocate(a);
+            h.deallocate(b);
+            h.deallocate(ab);
+            h.deallocate(guard);
+        }
+        CHECK(ledger.balanced());
+    }
+    SECTION("waiting blocks are merged before the source is asked for more") {
+        source_ledger ledger;
+        ledger.limit = 64 * 1024;
+        {
+            H h{tracking_source(ledger)};
+            std::vector<void*> v = exhaust(h, 200);   // 208-byte blocks (they wait when freed)
+            REQUIRE(v.size() > 200);
+            const std::size_t bytes = ledger.bytes, allocations = ledger.allocations, refusals = ledger.refusals;
+            const std::size_t i = adjacent_run(v, 208, 8);
+            REQUIRE(i < v.size());
+            for (std::size_t k : {5u, 0u, 2u, 7u, 1u, 4u, 6u, 3u}) h.deallocate(v[i + k]);
+            // Too big for any waiting list and for any free block: the heap
+            // coalesces the waiting ones (instead of asking the source).
+            void* p = h.try_allocate(al::request{8 * 208 - 8});
+            REQUIRE(p != nullptr);
+            CHECK(addr(p) == addr(v[i]));
+            CHECK(ledger.bytes == bytes);
+            CHECK(ledger.allocations == allocations);
+            CHECK(ledger.refusals == refusals);
+            std::memset(p, 0x22, H::usable_size(p));
+            h.deallocate(p);
+        }
+        CHECK(ledger.balanced());
+    }
+    SECTION("every 256 frees the waiting blocks are merged") {
+        source_ledger ledger;
+        ledger.limit = 64 * 1024;
+        {
+            H h{tracking_source(ledger)};
+            std::vector<void*> v = exhaust(h, 100);   // 112-byte blocks
+            REQUIRE(v.size() > 300);
+            const std::size_t i = adjacent_run(v, 112, 256);
+            REQUIRE(i < v.size());
+            for (std::size_t k = 0; k < 256; ++k) h.deallocate(v[i + k]);
+            // The 256th free merged them: one block of 256 * 112 bytes. (The
+            // source cannot help: limit reached.)
+            const std::size_t refusals = ledger.refusals;
+            void* p = h.try_allocate(al::request{256 * 112 - 8});
+            CHECK(ledger.refusals == refusals);
+            REQUIRE(p != nullptr);
+            CHECK(addr(p) == addr(v[i]));
+            // A waiting block is not reused for the run any more.
+            CHECK(h.try_allocate(al::request{100}) == nullptr);
+            h.deallocate(p);
+        }
+        CHECK(ledger.balanced());
+    }
+}
+
+TEMPLATE_TEST_CASE("block_heap: deallocate_all and destruction return every byte", "[block_heap]", BLOCK_HEAPS) {
+    using H = TestType;
+    source_ledger ledger;
+    {
+        H h{tracking_source(ledger)};
+        std::mt19937_64 rng(3);
+        for (int round = 0; round < 3; ++round) {
+            std::vector<void*> v;
+            for (int i = 0; i < 5000; ++i) {
+                const std::size_t n = rng() % 50 == 0 ? 70000 + rng() % 100000 : 1 + rng() % 2000;
+                const std::size_t a = rng() % 10 == 0 ? 64 : 0;
+                v.push_back(h.allocate(al::request{n, nullptr, a}));
+                if (rng() % 3 == 0) {   // free some: the heap has free, waiting and live blocks
+                    const std::size_t k = rng() % v.size();
+                    h.deallocate(v[k]);
+                    v[k] = v.back();
+                    v.pop_back();
+                }
+            }
+            CHECK(ledger.bytes > 0u);
+            CHECK(h.stats().os_bytes == ledger.bytes);
+            CHECK(h.stats().peak_os_bytes >= ledger.bytes);
+            h.deallocate_all();
+            CHECK(ledger.bytes == 0u);
+            CHECK(ledger.live.empty());
+            CHECK(h.stats().os_bytes == 0u);
+            CHECK(h.stats().large_blocks == 0u);
+            CHECK(h.last_allocation() == nullptr);
+            // Usable again at once.
+            void* p = h.allocate(al::request{100});
+            CHECK(h.last_allocation() == p);
+            std::memset(p, 1, 100);
+        }
+        // The rest is left to the destructor.
+        void* big = h.allocate(al::request{1 << 20});
+        std::memset(big, 2, 1 << 20);
+    }
+    CHECK(ledger.balanced());
+    CHECK(ledger.bad_deallocations == 0u);
+}
+
+TEMPLATE_TEST_CASE("block_heap: a refusing source", "[block_heap]", BLOCK_HEAPS) {
+    using H = TestType;
+    source_ledger ledger;
+    {
+        ledger.limit = 0;
+        H h{tracking_source(ledger)};
+        CHECK(h.try_allocate(al::request{16}) == nullptr);
+        CHECK_THROWS_AS((void)h.allocate(al::request{16}), std::bad_alloc);
+        CHECK_THROWS_AS((void)h.allocate(al::request{100000}), std::bad_alloc);
+        CHECK_THROWS_AS((void)h.allocate(al::request{16, nullptr, 64}), std::bad_alloc);
+        CHECK(ledger.refusals > 0u);
+        CHECK(ledger.bytes == 0u);
+        CHECK(h.stats().os_bytes == 0u);
+        // Enough for one span of small blocks and nothing else.
+        ledger.limit = 64 * 1024;
+        std::vector<void*> v = exhaust(h, 1000);
+        CHECK(v.size() > 50);
+        CHECK(ledger.bytes == 64u * 1024);
+        CHECK_THROWS_AS((void)h.allocate(al::request{1000}), std::bad_alloc);
+        CHECK_THROWS_AS((void)h.allocate(al::request{100000}), std::bad_alloc);
+        CHECK(h.stats().os_bytes == ledger.bytes);
+        // Recovery: the source gives again.
+        ledger.limit = std::numeric_limits<std::size_t>::max();
+        void* p = h.allocate(al::request{1000});
+        void* q = h.allocate(al::request{100000});
+        std::memset(p, 3, 1000);
+        std::memset(q, 4, 100000);
+        h.deallocate(q);
+        for (void* x : v) h.deallocate(x);
+        // p is left to the destructor.
+    }
+    CHECK(ledger.balanced());
+    CHECK(ledger.bad_deallocations == 0u);
+}
+
+// A block's second free. Freed blocks merge with their neighbours; each way a
+// freed block can end up (alone, absorbed into the free block before it,
+// absorbing the one after it, merged from the deferred lists) must abort.
+TEMPLATE_TEST_CASE("block_heap: a double free aborts", "[block_heap]", BLOCK_HEAPS) {
+    using H = TestType;
+    const std::size_t n = 1000;   // above the deferred lists' 256 bytes: merged at once
+    auto expect_abort = [](auto f) {
+        const auto [aborted, err] = in_child(f);
+        CHECK(aborted);
+        CHECK(err.find("allotheque::block_heap: double free") != std::string::npos);
+    };
+    SECTION("alone") {
+        expect_abort([&] {
+            H h;
+            void* a = h.allocate(al::request{n});
+            void* guard = h.allocate(al::request{n});
+            (void)guard;
+            h.deallocate(a);
+            h.deallocate(a);
+        });
+    }
+    SECTION("absorbed into the free block before it") {
+        expect_abort([&] {
+            H h;
+            void* a = h.allocate(al::request{n});
+            void* b = h.allocate(al::request{n});
+            void* guard = h.allocate(al::request{n});
+            (void)guard;
+            h.deallocate(a);
+            h.deallocate(b);   // merges into a
+            h.deallocate(b);
+        });
+    }
+    SECTION("absorbing the free block after it") {
+        expect_abort([&] {
+            H h;
+            void* a = h.allocate(al::request{n});
+            void* b = h.allocate(al::request{n});
+            void* guard = h.allocate(al::request{n});
+            (void)guard;
+            h.deallocate(b);
+            h.deallocate(a);   // absorbs b
+            h.deallocate(a);
+        });
+    }
+    SECTION("sized deallocation too") {
+        expect_abort([&] {
+            H h;
+            void* a = h.allocate(al::request{n});
+            void* b = h.allocate(al::request{n});
+            h.deallocate(a, al::request{n});
+            h.deallocate(b, al::request{n});
+            h.deallocate(b, al::request{n});
+        });
+    }
+    if constexpr (std::is_same_v<H, lea_deferred>) {
+        SECTION("a small block after the batch was merged") {
+            expect_abort([&] {
+                H h;
+                std::vector<void*> v;
+                for (int i = 0; i < 300; ++i) v.push_back(h.allocate(al::request{24}));
+                // Freed last to first: the batch (last in, first out) merges v[0]
+                // first, then v[1] into it, and so on; the 256th free merges all.
+                for (std::size_t i = 256; i-- > 0;) h.deallocate(v[i]);
+                h.deallocate(v[100]);
+            });
+        }
+    }
+    // Not an abort: a correct program in the child exits normally.
+    SECTION("control: no double free, no abort") {
+        const auto [aborted, err] = in_child([&] {
+            H h;
+            void* a = h.allocate(al::request{n});
+            void* b = h.allocate(al::request{n});
+            h.deallocate(a);
+            h.deallocate(b);
+        });
+        CHECK_FALSE(aborted);
+        CHECK(err.empty());
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Model-based test.
+
+#define MODEL_REQUIRE(cond, msg)                                    \
+    do {                                                            \
+        if (!(cond)) FAIL("model check failed: " #cond "; " << msg); \
+    } while (false)
+
+namespace {
+
+std::size_t model_ops() {
+    if (const char* e = std::getenv("ALLOTHEQUE_MODEL_OPS")) return static_cast<std::size_t>(std::strtoull(e, nullptr, 10));
+    return 1'000'000;
+}
+
+struct live_block {
+    std::byte* p;
+    std::size_t n, align, usable;
+    std::uint64_t id;
+};
+
+std::uint64_t word_of(std::uint64_t id, std::size_t k) { return (id * 0x9E3779B97F4A7C15ull) ^ (k * 0x100000001B3ull); }
+
+// Fills every usable byte (usable_size is a multiple of 8 and p 16-aligned).
+void fill_block(const live_block& b) {
+    auto* w = reinterpret_cast<std::uint64_t*>(b.p);
+    for (std::size_t k = 0; k < b.usable / 8; ++k) w[k] = word_of(b.id, k);
+}
+bool intact(const live_block& b) {
+    const auto* w = reinterpret_cast<const std::uint64_t*>(b.p);
+    for (std::size_t k = 0; k < b.usable / 8; ++k)
+        if (w[k] != word_of(b.id, k)) return false;
+    return true;
+}
+
+template <class H>
+class model {
+public:
+    model(H& h, std::uint64_t seed) : h_(h), rng_(seed) {}
+
+    void allocate_one() {
+        const std::size_t n = pick_size();
+        const std::size_t a = pick_alignment();
+        const void* hint = rng_() % 4 == 0 && !blocks_.empty() ? blocks_[rng_() % blocks_.size()].p : nullptr;
+        const std::size_t good = H::good_size(n, a);
+        MODEL_REQUIRE(good >= n && good % 8 == 0, "n " << n << " a " << a << " good " << good);
+        auto* p = static_cast<std::byte*>(h_.allocate(al::request{n, hint, a}));
+        MODEL_REQUIRE(p != nullptr, "n " << n);
+        MODEL_REQUIRE(h_.last_allocation() == p || is_large(n, a), "last_allocation");
+        const auto x = addr(p);
+        MODEL_REQUIRE(x % 16 == 0, x);
+        if (a != 0) MODEL_REQUIRE(x % a == 0, "block " << x << " alignment " << a);
+        const std::size_t usable = H::usable_size(p);
+        MODEL_REQUIRE(usable >= good && usable % 8 == 0, "n " << n << " good " << good << " usable " << usable);
+        // No overlap with the neighbours (over the whole usable extent).
+        auto next = by_addr_.lower_bound(x);
+        if (next != by_addr_.end())
+            MODEL_REQUIRE(next->first >= x + usable, "new block [" << x << ", +" << usable
+                                                                    << ") overlaps the next live block at "
+                                                                    << next->first);
+        if (next != by_addr_.begin()) {
+            const live_block& prev = blocks_[std::prev(next)->second];
+            MODEL_REQUIRE(std::prev(next)->first + prev.usable <= x,
+                          "new block at " << x << " overlaps the previous live block [" << std::prev(next)->first
+                                          << ", +" << prev.usable << ")");
+        }
+        live_block b{p, n, a, usable, next_id_++};
+        fill_block(b);
+        by_addr_.emplace(x, blocks_.size());
+        blocks_.push_back(b);
+        ++allocations_;
+        if (is_large(n, a)) ++large_;
+    }
+
+    void free_one() { free_at(rng_() % blocks_.size()); }
+
+    void free_at(std::size_t i) {
+        const live_block b = blocks_[i];
+        MODEL_REQUIRE(intact(b), "block id " << b.id << " size " << b.n << " align " << b.align << " corrupted");
+        MODEL_REQUIRE(H::usable_size(b.p) == b.usable, "usable_size changed while live");
+        by_addr_.erase(addr(b.p));
+        if (i + 1 != blocks_.size()) {
+            blocks_[i] = blocks_.back();
+            by_addr_[addr(blocks_[i].p)] = i;
+        }
+        blocks_.pop_back();
+        if (rng_() % 2) {
+            h_.deallocate(b.p);   // malloc-style: no size
+            ++unsized_;
+        } else {
+            h_.deallocate(b.p, al::request{b.n, nullptr, b.align});
+        }
+        ++deallocations_;
+    }
+
+    void verify_sample(std::size_t count) {
+        for (std::size_t k = 0; k < count && !blocks_.empty(); ++k) {
+            const live_block& b = blocks_[rng_() % blocks_.size()];
+            MODEL_REQUIRE(intact(b), "live block id " << b.id << " corrupted");
+        }
+    }
+
+    void verify_all() {
+        std::uintptr_t end = 0;
+        for (auto [x, i] : by_addr_) {
+            const live_block& b = blocks_[i];
+            MODEL_REQUIRE(x >= end, "overlap at " << x);
+            end = x + b.usable;
+            MODEL_REQUIRE(intact(b), "live block id " << b.id << " corrupted");
+        }
+        REQUIRE(by_addr_.size() == blocks_.size());
+    }
+
+    void free_all() {
+        while (!blocks_.empty()) free_at(blocks_.size() - 1);
+    }
+
+    void run(std::size_t ops) {
+        for (std::size_t op = 0; op < ops; ++op) {
+            // Phases of growth and shrinkage: free blocks pile up, then merge.
+            const unsigned phase = static_cast<unsigned>(op / 10'000) % 4;
+            const unsigned alloc_percent = phase == 0 ? 60 : phase == 2 ? 40 : 50;
+            if (blocks_.empty() || rng_() % 100 < alloc_percent) allocate_one();
+            else free_one();
+            if (op % 5'000 == 0) verify_sample(50);
+            if (op == ops / 2) {   // empty the heap once: everything merges back
+                verify_all();
+                free_all();
+            }
+            max_live_ = std::max(max_live_, blocks_.size());
+        }
+        verify_all();
+    }
+
+    std::size_t live() const { return blocks_.size(); }
+    std::size_t max_live() const { return max_live_; }
+    std::size_t allocations() const { return allocations_; }
+    std::size_t deallocations() const { return deallocations_; }
+    std::size_t unsized() const { return unsized_; }
+    std::size_t large() const { return large_; }
+
+private:
+    // 1..512 mostly; a 3 % tail up to 100 KiB (any size: block heaps split and
+    // merge, so distinct sizes leave no classes behind), a few zeros.
+    std::size_t pick_size() {
+        const unsigned r = static_cast<unsigned>(rng_() % 1000);
+        if (r < 2) return 0;
+        if (r < 970) return 1 + rng_() % 512;
+        return 513 + rng_() % (100 * 1024 - 512);
+    }
+    // 0 or 16: from the partition; 64: mapped on its own (one in ten).
+    std::size_t pick_alignment() {
+        static constexpr std::size_t as[] = {0, 0, 0, 0, 0, 16, 16, 16, 16, 64};
+        return as[rng_() % std::size(as)];
+    }
+
+    H& h_;
+    std::mt19937_64 rng_;
+    std::vector<live_block> blocks_;
+    std::map<std::uintptr_t, std::size_t> by_addr_;
+    std::uint64_t next_id_ = 1;
+    std::size_t max_live_ = 0, allocations_ = 0, deallocations_ = 0, unsized_ = 0, large_ = 0;
+};
+
+template <class H>
+void run_model(const char* name, std::uint64_t seed) {
+    const std::size_t ops = model_ops();
+    source_ledger ledger;
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+        auto h = std::make_unique<H>(tracking_source(ledger));
+        model<H> m(*h, seed);
+        m.run(ops);
+        CHECK(m.allocations() + m.deallocations() >= ops);
+        CHECK(h->stats().os_bytes == ledger.bytes);
+        if (ops >= 100'000) {
+            CHECK(m.large() > 0u);
+            CHECK(m.max_live() > 1000u);
+            CHECK(m.unsized() > m.deallocations() / 3);
+        }
+        // Free half, leave the rest to the destructor.
+        for (std::size_t k = m.live() / 2; k > 0; --k) m.free_one();
+        m.verify_all();
+        INFO(name << ": " << m.allocations() << " allocations, max live " << m.max_live() << ", peak from source "
+                  << ledger.peak << " bytes");
+        CHECK(ledger.bad_deallocations == 0u);
+    }
+    CHECK(ledger.bytes == 0u);
+    CHECK(ledger.allocations == ledger.deallocations);
+    CHECK(ledger.balanced());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    WARN(name << ": " << ops << " operations in " << s << " s, peak " << ledger.peak / 1024 << " KiB from the source");
+}
+
+} // namespace
+
+TEST_CASE("block_heap model: lea_heap", "[block_heap][model]") { run_model<lea>("lea", 201); }
+TEST_CASE("block_heap model: lea_deferred_heap", "[block_heap][model]") { run_model<lea_deferred>("lea_deferred", 202); }
+TEST_CASE("block_heap model: kingsley_coalescing_heap", "[block_heap][model]") {
+    run_model<kingsley_coalescing>("kingsley_coalescing", 203);
+}
