@@ -110,6 +110,7 @@ class sparse_index {
     using top_bitmap = detail::bitmap_tree<leaves>;
 
     struct leaf {
+        leaf* mapped_before;   // every mapped leaf, for the destructor (not the 2^19 slots)
         std::uint64_t bits[leaf_bitmap::storage_words];
         detail::header_slot<Header> headers[leaf_classes];
     };
@@ -121,8 +122,11 @@ public:
     sparse_index(const sparse_index&) = delete;
     sparse_index& operator=(const sparse_index&) = delete;
     ~sparse_index() {
-        for (std::size_t l = 0; l < leaves; ++l)
-            if (leaf_of_[l]) ::munmap(leaf_of_[l], sizeof(leaf));
+        while (mapped_) {
+            leaf* lf = mapped_;
+            mapped_ = lf->mapped_before;
+            ::munmap(lf, sizeof(leaf));
+        }
     }
 
     Header* find(std::size_t i) noexcept {
@@ -138,6 +142,8 @@ public:
             void* p = ::mmap(nullptr, sizeof(leaf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (p == MAP_FAILED) return false;
             leaf_of_[l] = static_cast<leaf*>(p);
+            leaf_of_[l]->mapped_before = mapped_;
+            mapped_ = leaf_of_[l];
             ++leaf_count_;
         }
         return true;
@@ -186,6 +192,7 @@ private:
     detail::mapped_array<leaf*> leaf_of_{leaves};
     detail::mapped_array<std::uint64_t> top_bits_{top_bitmap::storage_words};
     std::size_t leaf_count_ = 0;
+    leaf* mapped_ = nullptr;
 };
 
 } // namespace allotheque
