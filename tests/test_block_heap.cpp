@@ -8,6 +8,7 @@
 // malloc-style, without a size).
 // ALLOTHEQUE_MODEL_OPS overrides the number of model operations per heap.
 #include "catch.hpp"
+#include "in_child.hpp"
 #include "tracking_source.hpp"
 
 #include <allotheque/allocators/kingsley_coalescing.hpp>
@@ -61,30 +62,7 @@ bool check(const void* p, std::size_t n, std::uint64_t seed) {
     return true;
 }
 
-// Runs f in a child; returns {terminated by SIGABRT, what it wrote on stderr}
-// (the approach of test_layers.cpp).
-template <class F>
-std::pair<bool, std::string> in_child(F f) {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::close(fds[0]);
-        ::dup2(fds[1], 2);
-        std::signal(SIGABRT, SIG_DFL);   // not Catch's handler: the parent checks the signal
-        f();
-        std::_Exit(0);   // reached only when nothing was detected
-    }
-    ::close(fds[1]);
-    std::string err;
-    char buf[512];
-    for (ssize_t k; (k = ::read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<std::size_t>(k));
-    ::close(fds[0]);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return {WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, err};
-}
+using allotheque_test::in_child;
 
 // Allocates blocks of n bytes until the (limited) source refuses; returns them.
 template <class H>

@@ -3,6 +3,7 @@
 // `checked` run in a child process (fork + waitpid) and check SIGABRT and the
 // message on stderr. Multi-threaded stress lives in test_layers_threads.cpp.
 #include "catch.hpp"
+#include "in_child.hpp"
 
 #include <allotheque/allocator.hpp>
 #include <allotheque/allocators/kingsley.hpp>
@@ -130,29 +131,7 @@ void exercise(Heap& h) {
     CHECK(h.good_size(1, 3) == 0);
 }
 
-// Runs f in a child; returns {terminated by SIGABRT, what it wrote on stderr}.
-template <class F>
-std::pair<bool, std::string> in_child(F f) {
-    int fds[2];
-    REQUIRE(::pipe(fds) == 0);
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        ::close(fds[0]);
-        ::dup2(fds[1], 2);
-        std::signal(SIGABRT, SIG_DFL);   // not Catch's handler: the parent checks the signal
-        f();
-        std::_Exit(0);   // reached only when nothing was detected
-    }
-    ::close(fds[1]);
-    std::string err;
-    char buf[512];
-    for (ssize_t k; (k = ::read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<std::size_t>(k));
-    ::close(fds[0]);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return {WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, err};
-}
+using allotheque_test::in_child;
 
 std::string here_file() { return __FILE__; }
 

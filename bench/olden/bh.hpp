@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "objects.hpp"
 #include "../common/policy.hpp"
 #include "rng.hpp"
 #include "scale.hpp"
@@ -51,18 +52,8 @@ struct cell : node {
     node* subp[8];
 };
 
-template <class T, bench::policy P>
-T* alloc_obj(P& a, const void* hint) {
-    void* m = a.allocate(sizeof(T), hint);
-    if (m == nullptr) throw std::bad_alloc();
-    return ::new (m) T{};
-}
-
-template <class T, bench::policy P>
-void free_obj(P& a, T* p) {
-    p->~T();
-    a.deallocate(p, sizeof(T));
-}
+using olden::alloc_obj;
+using olden::free_obj;
 
 struct params {
     int nbody;

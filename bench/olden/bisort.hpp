@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "objects.hpp"
 #include "../common/policy.hpp"
 #include "rng.hpp"
 #include "scale.hpp"
@@ -32,18 +33,8 @@ struct node {
     node* right;
 };
 
-template <class T, bench::policy P>
-T* alloc_obj(P& a, const void* hint) {
-    void* m = a.allocate(sizeof(T), hint);
-    if (m == nullptr) throw std::bad_alloc();
-    return ::new (m) T{};
-}
-
-template <class T, bench::policy P>
-void free_obj(P& a, T* p) {
-    p->~T();
-    a.deallocate(p, sizeof(T));
-}
+using olden::alloc_obj;
+using olden::free_obj;
 
 // The values: pseudo-random, pairwise distinct, in [0, 2^31) (they fit an
 // int like the original's). The adaptive merge finds the exchange boundary by

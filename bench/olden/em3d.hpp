@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "objects.hpp"
 #include "../common/policy.hpp"
 #include "rng.hpp"
 #include "scale.hpp"
@@ -41,33 +42,10 @@ struct node {
     int from_length;        // entries filled so far
 };
 
-template <class T, bench::policy P>
-T* alloc_obj(P& a, const void* hint) {
-    void* m = a.allocate(sizeof(T), hint);
-    if (m == nullptr) throw std::bad_alloc();
-    return ::new (m) T{};
-}
-
-template <class T, bench::policy P>
-void free_obj(P& a, T* p) {
-    p->~T();
-    a.deallocate(p, sizeof(T));
-}
-
-template <class T, bench::policy P>
-T* alloc_arr(P& a, std::size_t n, const void* hint) {
-    void* m = a.allocate(n * sizeof(T), hint);
-    if (m == nullptr) throw std::bad_alloc();
-    T* p = static_cast<T*>(m);
-    std::uninitialized_value_construct_n(p, n);
-    return p;
-}
-
-template <class T, bench::policy P>
-void free_arr(P& a, T* p, std::size_t n) {
-    std::destroy_n(p, n);
-    a.deallocate(p, n * sizeof(T));
-}
+using olden::alloc_obj;
+using olden::free_obj;
+using olden::alloc_arr;
+using olden::free_arr;
 
 struct params {
     int nodes;          // per kind (E and H each)

@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "objects.hpp"
 #include "../common/policy.hpp"
 #include "rng.hpp"
 #include "scale.hpp"
@@ -70,18 +71,8 @@ struct village {
     rng seed{0};
 };
 
-template <class T, bench::policy P>
-T* alloc_obj(P& a, const void* hint) {
-    void* m = a.allocate(sizeof(T), hint);
-    if (m == nullptr) throw std::bad_alloc();
-    return ::new (m) T{};
-}
-
-template <class T, bench::policy P>
-void free_obj(P& a, T* p) {
-    p->~T();
-    a.deallocate(p, sizeof(T));
-}
+using olden::alloc_obj;
+using olden::free_obj;
 
 // Appends p: walks to the tail, the new element is allocated next to it.
 template <bench::policy P>

@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "objects.hpp"
 #include "../common/policy.hpp"
 #include "rng.hpp"
 #include "scale.hpp"
@@ -49,33 +50,10 @@ inline constexpr int infinity = 0x7fffffff;
 inline constexpr std::uint64_t weight_range = 2048;
 inline constexpr int max_check_vertices = 8192;   // bound of the checker's local arrays
 
-template <class T, bench::policy P>
-T* alloc_obj(P& a, const void* hint) {
-    void* m = a.allocate(sizeof(T), hint);
-    if (m == nullptr) throw std::bad_alloc();
-    return ::new (m) T{};
-}
-
-template <class T, bench::policy P>
-void free_obj(P& a, T* p) {
-    p->~T();
-    a.deallocate(p, sizeof(T));
-}
-
-template <class T, bench::policy P>
-T* alloc_arr(P& a, std::size_t n, const void* hint) {
-    void* m = a.allocate(n * sizeof(T), hint);
-    if (m == nullptr) throw std::bad_alloc();
-    T* p = static_cast<T*>(m);
-    std::uninitialized_value_construct_n(p, n);
-    return p;
-}
-
-template <class T, bench::policy P>
-void free_arr(P& a, T* p, std::size_t n) {
-    std::destroy_n(p, n);
-    a.deallocate(p, n * sizeof(T));
-}
+using olden::alloc_obj;
+using olden::free_obj;
+using olden::alloc_arr;
+using olden::free_arr;
 
 // Edge weight in [1, weight_range], symmetric in (i, j).
 inline int compute_dist(int i, int j, int numvert, std::uint64_t seed) {

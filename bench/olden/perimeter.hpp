@@ -26,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "objects.hpp"
 #include "../common/policy.hpp"
 #include "rng.hpp"
 #include "scale.hpp"
@@ -45,18 +46,8 @@ struct quad_node {
     quad_node* child[4];
 };
 
-template <class T, bench::policy P>
-T* alloc_obj(P& a, const void* hint) {
-    void* m = a.allocate(sizeof(T), hint);
-    if (m == nullptr) throw std::bad_alloc();
-    return ::new (m) T{};
-}
-
-template <class T, bench::policy P>
-void free_obj(P& a, T* p) {
-    p->~T();
-    a.deallocate(p, sizeof(T));
-}
+using olden::alloc_obj;
+using olden::free_obj;
 
 inline constexpr int max_depth = 13;   // bound of the checker's row buffers
 inline constexpr std::uint64_t rings = 120;
