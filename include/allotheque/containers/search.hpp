@@ -30,13 +30,16 @@ std::byte* search(C& c, typename C::value_type target, Attempt&& attempt) {
 
     if constexpr (Pred::start == start_at::lookup) {
         handle looked = none;
+        [[maybe_unused]] handle cached = none;
         if constexpr (Pred::fallback == fallback_to::last_only_then_first) {
             // Defero's `next`: the cached class is checked before any lookup.
-            if (handle l = c.last(); l != none && c.value(l) == target)
+            if (handle l = c.last(); l != none && c.value(l) == target) {
                 if (std::byte* p = attempt(l)) return p;
+                cached = l;   // it is the target class: the lookup would find it again
+            }
         }
         looked = c.lookup(target);
-        if (looked != none)
+        if (looked != none && looked != cached)
             if (std::byte* p = attempt(looked)) return p;
         if constexpr (Pred::fallback == fallback_to::none) {
             return nullptr;
