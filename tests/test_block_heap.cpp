@@ -8,6 +8,7 @@
 // malloc-style, without a size).
 // ALLOTHEQUE_MODEL_OPS overrides the number of model operations per heap.
 #include "catch.hpp"
+#include "model_support.hpp"
 #include "in_child.hpp"
 #include "tracking_source.hpp"
 
@@ -562,17 +563,10 @@ TEMPLATE_TEST_CASE("block_heap: a double free aborts", "[block_heap]", BLOCK_HEA
 // ---------------------------------------------------------------------------
 // Model-based test.
 
-#define MODEL_REQUIRE(cond, msg)                                    \
-    do {                                                            \
-        if (!(cond)) FAIL("model check failed: " #cond "; " << msg); \
-    } while (false)
 
 namespace {
 
-std::size_t model_ops() {
-    if (const char* e = std::getenv("ALLOTHEQUE_MODEL_OPS")) return static_cast<std::size_t>(std::strtoull(e, nullptr, 10));
-    return 1'000'000;
-}
+using allotheque_test::model_ops;
 
 struct live_block {
     std::byte* p;
@@ -580,19 +574,9 @@ struct live_block {
     std::uint64_t id;
 };
 
-std::uint64_t word_of(std::uint64_t id, std::size_t k) { return (id * 0x9E3779B97F4A7C15ull) ^ (k * 0x100000001B3ull); }
-
 // Fills every usable byte (usable_size is a multiple of 8 and p 16-aligned).
-void fill_block(const live_block& b) {
-    auto* w = reinterpret_cast<std::uint64_t*>(b.p);
-    for (std::size_t k = 0; k < b.usable / 8; ++k) w[k] = word_of(b.id, k);
-}
-bool intact(const live_block& b) {
-    const auto* w = reinterpret_cast<const std::uint64_t*>(b.p);
-    for (std::size_t k = 0; k < b.usable / 8; ++k)
-        if (w[k] != word_of(b.id, k)) return false;
-    return true;
-}
+void fill_block(const live_block& b) { allotheque_test::fill_pattern(b.p, b.usable, b.id); }
+bool intact(const live_block& b) { return allotheque_test::pattern_intact(b.p, b.usable, b.id); }
 
 template <class H>
 class model {

@@ -11,6 +11,7 @@
 //   - at the end, after the heap is gone, the source got back every byte.
 // ALLOTHEQUE_MODEL_OPS overrides the number of operations per heap.
 #include "catch.hpp"
+#include "model_support.hpp"
 #include "tracking_source.hpp"
 
 #include <allotheque/allocators/defero.hpp>
@@ -35,20 +36,11 @@
 namespace al = allotheque;
 using allotheque_test::source_ledger;
 
-// Catch2's REQUIRE/INFO cost microseconds each; the hot path checks with a
-// plain branch and reports through FAIL only when something is wrong.
-#define MODEL_REQUIRE(cond, msg)                                    \
-    do {                                                            \
-        if (!(cond)) FAIL("model check failed: " #cond "; " << msg); \
-    } while (false)
 using allotheque_test::tracking_source;
 
 namespace {
 
-std::size_t model_ops() {
-    if (const char* e = std::getenv("ALLOTHEQUE_MODEL_OPS")) return static_cast<std::size_t>(std::strtoull(e, nullptr, 10));
-    return 1'000'000;
-}
+using allotheque_test::model_ops;
 
 struct live_block {
     std::byte* p;
@@ -56,19 +48,9 @@ struct live_block {
     std::uint64_t id;
 };
 
-std::uint64_t word_of(std::uint64_t id, std::size_t k) { return (id * 0x9E3779B97F4A7C15ull) ^ (k * 0x100000001B3ull); }
-
 // good is a multiple of 8 and p is 8-aligned (checked before filling).
-void fill(const live_block& b) {
-    auto* w = reinterpret_cast<std::uint64_t*>(b.p);
-    for (std::size_t k = 0; k < b.good / 8; ++k) w[k] = word_of(b.id, k);
-}
-bool intact(const live_block& b) {
-    const auto* w = reinterpret_cast<const std::uint64_t*>(b.p);
-    for (std::size_t k = 0; k < b.good / 8; ++k)
-        if (w[k] != word_of(b.id, k)) return false;
-    return true;
-}
+void fill(const live_block& b) { allotheque_test::fill_pattern(b.p, b.good, b.id); }
+bool intact(const live_block& b) { return allotheque_test::pattern_intact(b.p, b.good, b.id); }
 
 template <class H>
 class model {
