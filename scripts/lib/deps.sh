@@ -134,7 +134,24 @@ deps_check_build() {
   deps__check_boost
   # The bench preset turns the tests off, so it does not need Catch2.
   if [[ $preset != bench ]]; then deps__check_catch2; fi
+  # The trace summary symbolises call sites with addr2line (binutils), and
+  # its HTML page is tested in a real browser (whole-suite presets only).
+  deps__check_cmd addr2line binutils
+  case "$preset" in
+    dev|clang-dev|release) deps_check_browser ;;
+  esac
   return 0
+}
+
+# Headless Chromium, ChromeDriver and Selenium for /usr/bin/python3.
+deps_check_browser() {
+  deps__check_cmd chromium chromium
+  deps__check_cmd chromedriver chromium-driver
+  if [[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import selenium' >/dev/null 2>&1; then
+    deps__log "found /usr/bin/python3 with selenium"
+  else
+    deps__miss python3-selenium "/usr/bin/python3 with selenium not found"
+  fi
 }
 
 # Extra prerequisites for the benchmarks and their driver (bench/run.py).
