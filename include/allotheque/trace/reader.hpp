@@ -269,16 +269,21 @@ inline trace parse_trace(std::span<const std::byte> bytes, read_options opt = {}
     std::vector<std::uint32_t> order(t.events.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return ticks[a] < ticks[b]; });
+    // A damaged (or hostile) trace can make the ratio absurd: saturate rather
+    // than convert an out-of-range double, which is undefined.
+    auto to_ns = [&](std::uint64_t tick) -> std::uint64_t {
+        const double ns = double(tick) * t.ns_per_tick;
+        return ns >= 1.8e19 ? std::uint64_t(1.8e19) : std::uint64_t(ns);
+    };
     std::vector<event> sorted;
     sorted.reserve(t.events.size());
     for (auto i : order) {
         event e = t.events[i];
-        const std::uint64_t tick = ticks[i] > start_clock ? ticks[i] - start_clock : 0;
-        e.time_ns = std::uint64_t(double(tick) * t.ns_per_tick);
+        e.time_ns = to_ns(ticks[i] > start_clock ? ticks[i] - start_clock : 0);
         sorted.push_back(e);
     }
     t.events = std::move(sorted);
-    t.duration_ns = last_clock > start_clock ? std::uint64_t(double(last_clock - start_clock) * t.ns_per_tick) : 0;
+    t.duration_ns = last_clock > start_clock ? to_ns(last_clock - start_clock) : 0;
     if (!t.events.empty()) t.duration_ns = std::max(t.duration_ns, t.events.back().time_ns);
     return t;
 }

@@ -1,0 +1,349 @@
+// Replay planning (tools/trace/replay_plan.hpp): the op sequence a trace
+// becomes, the neighbour hints (nearest live object below in the traced
+// address space, else above), realloc, anomalies (unknown and NULL frees,
+// failed allocations, lost frees, objects never freed), slot reuse, the peak of
+// live requested bytes, determinism, and the plan file's checks.
+#include <allotheque/trace/builder.hpp>
+#include <allotheque/trace/objects.hpp>
+#include <allotheque/trace/reader.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "replay_plan.hpp"
+
+namespace tr = allotheque::trace;
+namespace rp = allotheque::tools::replay;
+
+namespace {
+
+rp::plan plan_of(tr::builder& b) {
+    const auto bytes = b.finish();
+    return rp::make_plan(tr::parse_trace(bytes));
+}
+
+// Replays the plan's slot bookkeeping: every op must be valid in order.
+void check_all_ops(const rp::plan& p) {
+    std::vector<bool> filled(p.slots, false);
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+        INFO("op " << i);
+        REQUIRE(rp::check_op(p.ops[i], filled).empty());
+    }
+}
+
+struct mini {  // a few helpers over the builder, times increasing
+    tr::builder b;
+    std::uint64_t t = 100;
+    mini& alloc(std::uint64_t a, std::uint64_t n, std::uint32_t align_log2 = 0) {
+        b.add(align_log2 ? tr::op::aligned_alloc_ : tr::op::malloc_, t += 10, a, n, 0, 0, 0, align_log2);
+        return *this;
+    }
+    mini& free(std::uint64_t a) {
+        b.add(tr::op::free_, t += 10, a);
+        return *this;
+    }
+    mini& realloc(std::uint64_t old, std::uint64_t a, std::uint64_t n) {
+        b.add(tr::op::realloc_, t += 10, a, n, 0, 0, old);
+        return *this;
+    }
+    mini& failed(std::uint64_t n) {
+        b.add(tr::op::malloc_, t += 10, 0, n, 0, 0, 0, 0, true);
+        return *this;
+    }
+};
+
+} // namespace
+
+TEST_CASE("replay plan: the hint is the live neighbour nearest below, else above", "[trace][replay]") {
+    mini m;
+    m.alloc(0x1000, 16)    // 0: A, nothing live: no hint
+        .alloc(0x3000, 16) // 1: B, nearest below = A
+        .alloc(0x2000, 16) // 2: C, between A and B: below = A
+        .alloc(0x0800, 16) // 3: D, nothing below: above = A
+        .free(0x1000)      // 4: A freed
+        .alloc(0x2800, 16) // 5: E, below = C (A is gone)
+        .alloc(0x0100, 16);// 6: F, nothing below: above = D
+    const rp::plan p = plan_of(m.b);
+    REQUIRE(p.ops.size() == 7);
+    REQUIRE(p.objects == 6);
+    // op -> (kind, object, hint object)
+    const std::uint32_t none = rp::no_object;
+    const struct { rp::op_kind k; std::uint32_t obj, hint; } want[] = {
+        {rp::op_kind::alloc, 0, none}, {rp::op_kind::alloc, 1, 0}, {rp::op_kind::alloc, 2, 0},
+        {rp::op_kind::alloc, 3, 0},    {rp::op_kind::free, 0, none}, {rp::op_kind::alloc, 4, 2},
+        {rp::op_kind::alloc, 5, 3},
+    };
+    std::map<std::uint32_t, std::uint32_t> slot_of;  // object -> slot while live
+    for (std::size_t i = 0; i < p.ops.size(); ++i) {
+        INFO("op " << i);
+        const rp::plan_op& o = p.ops[i];
+        CHECK(o.kind == want[i].k);
+        CHECK(o.object == want[i].obj);
+        CHECK(p.aux[i] == want[i].hint);
+        if (o.kind == rp::op_kind::alloc) {
+            // The hint is carried as the hint object's slot.
+            if (want[i].hint == none) CHECK(o.other == rp::no_slot);
+            else CHECK(o.other == slot_of.at(want[i].hint));
+            slot_of[o.object] = o.slot;
+            CHECK(o.size == 16);
+        } else {
+            CHECK(o.slot == slot_of.at(o.object));
+            slot_of.erase(o.object);
+        }
+    }
+    CHECK(p.stats.allocs == 6);
+    CHECK(p.stats.hinted == 5);
+    CHECK(p.stats.frees == 1);
+    CHECK(p.stats.never_freed == 5);
+    check_all_ops(p);
+}
+
+TEST_CASE("replay plan: slots are reused LIFO, and count the peak of live objects", "[trace][replay]") {
+    mini m;
+    m.alloc(0x1000, 8).alloc(0x2000, 8).alloc(0x3000, 8);  // slots 0 1 2
+    m.free(0x2000).free(0x1000);                           // frees slot 1, then 0
+    m.alloc(0x4000, 8).alloc(0x5000, 8);                   // takes 0, then 1
+    const rp::plan p = plan_of(m.b);
+    REQUIRE(p.ops.size() == 7);
+    CHECK(p.slots == 3);
+    CHECK(p.ops[5].slot == 0);
+    CHECK(p.ops[6].slot == 1);
+    check_all_ops(p);
+}
+
+TEST_CASE("replay plan: realloc moves an object to a new slot, hinted by its old block", "[trace][replay]") {
+    mini m;
+    m.alloc(0x1000, 16)              // 0: A
+        .alloc(0x2000, 32)           // 1: B
+        .realloc(0x1000, 0x9000, 64) // 2: A -> A' (moved)
+        .realloc(0x9000, 0x9000, 80) // 3: A' -> A'' (in place: not a lost free)
+        .realloc(0, 0x7000, 24)      // 4: realloc(NULL, 24) = an allocation
+        .realloc(0x2000, 0, 0)       // 5: realloc(B, 0) returning NULL = a free
+        .free(0x9000);               // 6: A'' freed
+    const rp::plan p = plan_of(m.b);
+    REQUIRE(p.ops.size() == 7);
+    const auto& r1 = p.ops[2];
+    CHECK(r1.kind == rp::op_kind::realloc);
+    CHECK(r1.slot == p.ops[0].slot);   // the old object's slot
+    CHECK(r1.other != r1.slot);        // both live during the copy
+    CHECK(r1.object == 2);
+    CHECK(p.aux[2] == 0);              // old object id
+    CHECK(r1.size == 64);
+    const auto& r2 = p.ops[3];
+    CHECK(r2.kind == rp::op_kind::realloc);
+    CHECK(r2.slot == r1.other);
+    CHECK(r2.object == 3);
+    CHECK(p.aux[3] == 2);
+    CHECK(r2.size == 80);
+    CHECK(p.stats.lost_frees == 0);
+    CHECK(p.ops[4].kind == rp::op_kind::alloc);
+    CHECK(p.ops[4].size == 24);
+    CHECK(p.aux[4] == 1);              // nearest live below 0x7000: B at 0x2000
+    CHECK(p.ops[5].kind == rp::op_kind::free);
+    CHECK(p.ops[5].object == 1);
+    CHECK(p.ops[5].size == 32);
+    CHECK(p.ops[6].kind == rp::op_kind::free);
+    CHECK(p.ops[6].slot == r2.other);
+    CHECK(p.ops[6].object == 3);
+    CHECK(p.stats.reallocs == 2);
+    CHECK(p.stats.allocs == 3);
+    CHECK(p.stats.frees == 2);
+    CHECK(p.stats.never_freed == 1);
+    // Live bytes: 16, 48, 96 (A' 64 + B 32), 112 (A'' 80 + B), 136, 104, 24.
+    CHECK(p.peak_requested_bytes == 136);
+    check_all_ops(p);
+}
+
+TEST_CASE("replay plan: unknown and NULL frees are ignored, failed allocations skipped", "[trace][replay]") {
+    mini m;
+    m.alloc(0x1000, 100).free(0x5555).failed(std::uint64_t(1) << 45).free(0).alloc(0x2000, 50).free(0x1000);
+    m.b.add(tr::op::delete_, m.t += 10, 0x1000);  // double free: the address is no longer live
+    const rp::plan p = plan_of(m.b);
+    REQUIRE(p.ops.size() == 3);
+    CHECK(p.ops[0].kind == rp::op_kind::alloc);
+    CHECK(p.ops[1].kind == rp::op_kind::alloc);
+    CHECK(p.ops[1].size == 50);
+    CHECK(p.ops[2].kind == rp::op_kind::free);
+    CHECK(p.ops[2].object == 0);
+    CHECK(p.stats.unknown_frees == 2);
+    CHECK(p.stats.null_frees == 1);
+    CHECK(p.stats.failed == 1);
+    CHECK(p.stats.events == 7);
+    CHECK(p.peak_requested_bytes == 150);
+    check_all_ops(p);
+}
+
+TEST_CASE("replay plan: an allocation at a live address frees the older object first", "[trace][replay]") {
+    mini m;
+    m.alloc(0x1000, 16).alloc(0x1000, 24);  // the free in between was lost
+    const rp::plan p = plan_of(m.b);
+    REQUIRE(p.ops.size() == 3);
+    CHECK(p.ops[1].kind == rp::op_kind::free);
+    CHECK(p.ops[1].object == 0);
+    CHECK(p.ops[2].kind == rp::op_kind::alloc);
+    CHECK(p.ops[2].object == 1);
+    CHECK(p.aux[2] == rp::no_object);  // the older object is gone: nothing live
+    CHECK(p.stats.lost_frees == 1);
+    CHECK(p.stats.never_freed == 1);
+    CHECK(p.peak_requested_bytes == 24);
+    check_all_ops(p);
+}
+
+TEST_CASE("replay plan: alignment, operator new/delete, threads in time order", "[trace][replay]") {
+    tr::builder b;
+    b.add(tr::op::new_, 10, 0x1000, 40, 0, 0);
+    b.add(tr::op::memalign_, 30, 0x2000, 100, 0, 1, 0, 6);  // thread 1, 64-byte aligned
+    b.add(tr::op::new_array, 20, 0x3000, 80, 0, 0);          // thread 0, earlier than thread 1's event
+    b.add(tr::op::delete_, 40, 0x1000, 40, 0, 0, 0, 0, false, true);
+    const rp::plan p = rp::make_plan(tr::parse_trace(b.finish()));
+    REQUIRE(p.ops.size() == 4);
+    CHECK(p.ops[1].size == 80);   // time order, not block order
+    CHECK(p.ops[2].size == 100);
+    CHECK(p.ops[2].align_log2 == 6);
+    CHECK(p.aux[2] == 0);         // nearest below 0x2000: the object at 0x1000
+    CHECK(p.ops[3].kind == rp::op_kind::free);
+    CHECK(p.ops[3].object == 0);
+    CHECK(p.stats.threads == 2);
+    CHECK(p.stats.aligned == 1);
+}
+
+TEST_CASE("replay plan: planning is deterministic and every op is valid", "[trace][replay]") {
+    // A random workload over a simulated address space.
+    auto make = [] {
+        tr::builder b;
+        std::mt19937_64 rng(7);
+        std::vector<std::uint64_t> live;
+        std::uint64_t t = 1, next = 0x10000;
+        for (int i = 0; i < 20000; ++i) {
+            const auto r = rng() % 10;
+            if (!live.empty() && r < 4) {
+                const std::size_t k = rng() % live.size();
+                b.add(tr::op::free_, ++t, live[k]);
+                live[k] = live.back();
+                live.pop_back();
+            } else if (!live.empty() && r == 4) {
+                const std::size_t k = rng() % live.size();
+                const std::uint64_t a = rng() % 2 ? live[k] : (next += 512);
+                b.add(tr::op::realloc_, ++t, a, rng() % 300, 0, 0, live[k]);
+                live[k] = a;
+            } else {
+                // Reuse a recently freed-looking address sometimes: lost frees.
+                const std::uint64_t a = rng() % 50 == 0 && !live.empty() ? live[rng() % live.size()] : (next += 256);
+                b.add(tr::op::malloc_, ++t, a, rng() % 200);
+                if (std::find(live.begin(), live.end(), a) == live.end()) live.push_back(a);
+            }
+        }
+        return b.finish();
+    };
+    const auto bytes = make();
+    const rp::plan p1 = rp::make_plan(tr::parse_trace(bytes));
+    const rp::plan p2 = rp::make_plan(tr::parse_trace(make()));
+    REQUIRE(p1.ops.size() == p2.ops.size());
+    REQUIRE(std::memcmp(p1.ops.data(), p2.ops.data(), p1.ops.size() * sizeof(rp::plan_op)) == 0);
+    CHECK(p1.aux == p2.aux);
+    CHECK(p1.peak_requested_bytes == p2.peak_requested_bytes);
+    CHECK(p1.stats.lost_frees > 0);
+    CHECK(p1.slots < p1.objects);
+    check_all_ops(p1);
+
+    // Every op's hint is the nearest live neighbour, recomputed naively.
+    const auto t = tr::parse_trace(bytes);
+    const auto tl = tr::resolve(t);
+    std::map<std::uint64_t, std::uint32_t> live;
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < p1.ops.size(); ++i) {
+        const auto& o = p1.ops[i];
+        if (o.kind == rp::op_kind::free) {
+            live.erase(tl.objects[o.object].address);
+            continue;
+        }
+        if (o.kind == rp::op_kind::realloc) {
+            live.erase(tl.objects[p1.aux[i]].address);
+            live[tl.objects[o.object].address] = o.object;
+            continue;
+        }
+        const std::uint64_t a = tl.objects[o.object].address;
+        // Linear scan: the highest live address below, else the lowest above.
+        std::uint32_t below = rp::no_object, above = rp::no_object;
+        std::uint64_t below_addr = 0, above_addr = 0;
+        for (const auto& [addr, id] : live) {
+            if (addr < a && (below == rp::no_object || addr > below_addr)) below = id, below_addr = addr;
+            if (addr > a && (above == rp::no_object || addr < above_addr)) above = id, above_addr = addr;
+        }
+        const std::uint32_t ref = below != rp::no_object ? below : above;
+        CHECK(p1.aux[i] == ref);
+        live[a] = o.object;
+        ++k;
+    }
+    CHECK(k == p1.stats.allocs);
+}
+
+TEST_CASE("replay plan: the plan file round-trips and damaged plans are rejected", "[trace][replay]") {
+    mini m;
+    m.alloc(0x1000, 16).alloc(0x2000, 16).realloc(0x1000, 0x3000, 64).free(0x2000);
+    const rp::plan p = plan_of(m.b);
+    const std::string path = "test_trace_replay.plan";
+    rp::write_plan(p, path);
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    REQUIRE(in);
+    const auto size = std::uint64_t(in.tellg());
+    in.seekg(0);
+    std::vector<char> bytes(size);
+    in.read(bytes.data(), std::streamsize(size));
+    std::remove(path.c_str());
+    REQUIRE(size == sizeof(rp::plan_header) + p.ops.size() * sizeof(rp::plan_op));
+    rp::plan_header h;
+    std::memcpy(&h, bytes.data(), sizeof h);
+    CHECK(rp::check_header(h, size).empty());
+    CHECK(h.ops == p.ops.size());
+    CHECK(h.slots == p.slots);
+    CHECK(h.objects == p.objects);
+    CHECK(h.peak_requested_bytes == p.peak_requested_bytes);
+    CHECK(std::memcmp(bytes.data() + sizeof h, p.ops.data(), p.ops.size() * sizeof(rp::plan_op)) == 0);
+
+    CHECK_FALSE(rp::check_header(h, size - 1).empty());     // cut
+    CHECK_FALSE(rp::check_header(h, size + 24).empty());    // extra op
+    CHECK_FALSE(rp::check_header(h, 10).empty());           // shorter than the header
+    rp::plan_header bad = h;
+    bad.magic[0] = 'X';
+    CHECK_FALSE(rp::check_header(bad, size).empty());
+    bad = h;
+    bad.version = 2;
+    CHECK_FALSE(rp::check_header(bad, size).empty());
+    bad = h;
+    bad.ops = ~0ull / 2;
+    CHECK_FALSE(rp::check_header(bad, size).empty());
+
+    // Ops that do not fit the slot occupancy.
+    std::vector<bool> filled(2, false);
+    rp::plan_op free_empty{rp::op_kind::free, 0, 0, 0, rp::no_slot, 0, 0};
+    CHECK_FALSE(rp::check_op(free_empty, filled).empty());
+    rp::plan_op hint_empty{rp::op_kind::alloc, 0, 0, 0, 1, 0, 8};
+    CHECK_FALSE(rp::check_op(hint_empty, filled).empty());
+    rp::plan_op out_of_range{rp::op_kind::alloc, 0, 0, 5, rp::no_slot, 0, 8};
+    CHECK_FALSE(rp::check_op(out_of_range, filled).empty());
+    rp::plan_op ok{rp::op_kind::alloc, 0, 0, 0, rp::no_slot, 0, 8};
+    CHECK(rp::check_op(ok, filled).empty());
+    CHECK_FALSE(rp::check_op(ok, filled).empty());  // slot 0 now used
+    rp::plan_op realloc_into_used{rp::op_kind::realloc, 0, 0, 0, 0, 0, 8};
+    CHECK_FALSE(rp::check_op(realloc_into_used, filled).empty());
+    rp::plan_op bad_kind{rp::op_kind(9), 0, 0, 0, rp::no_slot, 0, 8};
+    CHECK_FALSE(rp::check_op(bad_kind, filled).empty());
+}
+
+TEST_CASE("replay plan: an empty trace plans to nothing", "[trace][replay]") {
+    tr::builder b;
+    const rp::plan p = rp::make_plan(tr::parse_trace(b.finish()));
+    CHECK(p.ops.empty());
+    CHECK(p.slots == 0);
+    CHECK(p.objects == 0);
+    CHECK(p.peak_requested_bytes == 0);
+}

@@ -1,0 +1,77 @@
+// What the benchmarks and the replay worker read about their own process: the
+// resident set from /proc/self/status, the VmHWM reset, and which malloc is
+// mapped in. Plain syscalls into stack buffers: reading them never calls the
+// allocator being measured.
+#pragma once
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+namespace allotheque::tools {
+
+// Bytes from a "Name:   123 kB" line of /proc/self/status (0 if absent).
+inline std::size_t proc_status_bytes(const char* key) {
+    const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buf[8192];
+    std::size_t n = 0;
+    for (ssize_t r; n < sizeof buf - 1 && (r = ::read(fd, buf + n, sizeof buf - 1 - n)) > 0;) n += std::size_t(r);
+    ::close(fd);
+    buf[n] = '\0';
+    const std::size_t k = std::strlen(key);
+    for (const char* line = buf; line && *line;) {
+        if (std::strncmp(line, key, k) == 0 && line[k] == ':') return std::strtoull(line + k + 1, nullptr, 10) * 1024;
+        line = std::strchr(line, '\n');
+        if (line) ++line;
+    }
+    return 0;
+}
+
+// Resets VmHWM to the current RSS (Linux >= 4.0), so a peak read afterwards
+// belongs to what ran since, not to the set-up before it.
+inline bool reset_peak_rss() {
+    const int fd = ::open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool ok = ::write(fd, "5", 1) == 1;
+    return ::close(fd) == 0 && ok;
+}
+
+// The machine's physical memory in bytes (0 if unknown).
+inline std::size_t physical_memory_bytes() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) : 0;
+}
+
+// "jemalloc", "mimalloc" or "tcmalloc" when that library is mapped into this
+// process (LD_PRELOAD), otherwise "glibc". Scans /proc/self/maps in chunks.
+inline const char* malloc_library() {
+    const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "unknown";
+    static constexpr const char* names[] = {"jemalloc", "mimalloc", "tcmalloc"};
+    char buf[16384];
+    std::size_t keep = 0;
+    const char* found = "glibc";
+    for (ssize_t r; (r = ::read(fd, buf + keep, sizeof buf - 1 - keep)) > 0;) {
+        const std::size_t n = keep + std::size_t(r);
+        buf[n] = '\0';
+        for (const char* name : names) {
+            char lib[16] = "lib";
+            std::strcat(lib, name);
+            if (std::strstr(buf, lib)) {
+                found = name;
+                break;
+            }
+        }
+        if (std::strcmp(found, "glibc") != 0) break;
+        // Keep a tail, so a name split across two reads is still seen.
+        keep = n < 16 ? n : 16;
+        std::memmove(buf, buf + n - keep, keep);
+    }
+    ::close(fd);
+    return found;
+}
+
+} // namespace allotheque::tools

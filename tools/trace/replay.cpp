@@ -1,0 +1,582 @@
+// allotheque-trace replay [--allocators A,B,...] [--repeat N] [--json FILE] [--allow-truncated] TRACE
+//
+// Replays a trace against every allocator and recommends one (docs/trace.md,
+// "Replay"). The trace is parsed and planned once (replay_plan.hpp: sequence,
+// sizes, alignments, neighbour hints); the plan goes to a temporary file;
+// allotheque-replay-worker replays it once per (allocator, repetition), each in
+// a fresh process (LD_PRELOAD for jemalloc/mimalloc/tcmalloc), the allocators
+// interleaved within each repetition. Medians over the repetitions.
+//
+// Ranking: score = time_ratio × memory_ratio, both relative to glibc (lower is
+// better): an allocator 10 % faster at 10 % more memory scores like glibc.
+// Recommended: the fastest, the leanest, and the best balanced (lowest score).
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <allotheque/trace/objects.hpp>
+#include <allotheque/trace/reader.hpp>
+
+#include "commands.hpp"
+#include "process_memory.hpp"
+#include "replay_plan.hpp"
+
+extern char** environ;
+
+namespace allotheque::tools {
+namespace {
+
+namespace rp = allotheque::tools::replay;
+const char* const me = "allotheque-trace replay";
+
+const char* const all_allocators[] = {"glibc", "jemalloc", "mimalloc", "tcmalloc", "pmr", "kingsley", "quickfit",
+                                      "velox", "medius",   "defero",   "lea",      "lea_deferred",
+                                      "kingsley_coalescing"};
+
+bool known_allocator(const std::string& n) {
+    return std::any_of(std::begin(all_allocators), std::end(all_allocators), [&](const char* a) { return n == a; });
+}
+
+// The shared library to LD_PRELOAD for a malloc baseline ("" = none needed);
+// nullopt when the library is not installed.
+std::optional<std::string> preload_for(const std::string& name) {
+    const char* file = nullptr;
+    if (name == "jemalloc") file = "libjemalloc.so.2";
+    else if (name == "mimalloc") file = "libmimalloc.so.2";
+    else if (name == "tcmalloc") file = "libtcmalloc_minimal.so.4";
+    else return std::string();
+    static const char* const dirs[] = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+                                       "/usr/lib", "/usr/local/lib", "/usr/local/lib64"};
+    for (const char* d : dirs) {
+        const std::string p = std::string(d) + "/" + file;
+        if (::access(p.c_str(), R_OK) == 0) return p;
+    }
+    return std::nullopt;
+}
+
+bool executable(const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+// Next to this executable (the build tree and the install both put it there),
+// else the install directory; $ALLOTHEQUE_REPLAY_WORKER overrides both.
+std::string find_worker() {
+    if (const char* e = std::getenv("ALLOTHEQUE_REPLAY_WORKER"); e && *e) return e;
+    char buf[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) {
+        buf[n] = '\0';
+        std::string dir(buf);
+        dir.erase(dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/'));
+        const std::string p = dir + "/allotheque-replay-worker";
+        if (executable(p)) return p;
+    }
+#ifdef ALLOTHEQUE_TRACE_INSTALLED_BINDIR
+    const std::string p = std::string(ALLOTHEQUE_TRACE_INSTALLED_BINDIR) + "/allotheque-replay-worker";
+    if (executable(p)) return p;
+#endif
+    return {};
+}
+
+// --- running one worker -----------------------------------------------------
+
+struct run_output {
+    int status = -1;      // exit status, or 128 + signal
+    std::string out;      // stdout and stderr, interleaved
+};
+
+run_output spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& preload) {
+    run_output r;
+    std::vector<std::string> env_store;
+    for (char** e = environ; *e; ++e)
+        if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env_store.emplace_back(*e);
+    if (!preload.empty()) env_store.push_back("LD_PRELOAD=" + preload);
+    std::vector<char*> envp, argv;
+    for (auto& s : env_store) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> arg_store{exe};
+    arg_store.insert(arg_store.end(), args.begin(), args.end());
+    for (auto& s : arg_store) argv.push_back(s.data());
+    argv.push_back(nullptr);
+
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+        r.out = std::string("pipe: ") + std::strerror(errno);
+        return r;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    pid_t pid = -1;
+    const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(fds[1]);
+    if (rc != 0) {
+        ::close(fds[0]);
+        r.out = "cannot run " + exe + ": " + std::strerror(rc);
+        return r;
+    }
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::read(fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        r.out.append(buf, std::size_t(n));
+    }
+    ::close(fds[0]);
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+    return r;
+}
+
+// The worker prints one flat JSON object; read a field from it.
+std::optional<double> json_number(const std::string& line, const char* key) {
+    const std::string k = std::string("\"") + key + "\": ";
+    const auto at = line.find(k);
+    if (at == std::string::npos) return std::nullopt;
+    const char* s = line.c_str() + at + k.size();
+    char* end = nullptr;
+    const double v = std::strtod(s, &end);
+    if (end == s) return std::nullopt;
+    return v;
+}
+
+std::string json_line(const std::string& out) {
+    std::string last;
+    std::size_t i = 0;
+    while (i < out.size()) {
+        std::size_t j = out.find('\n', i);
+        if (j == std::string::npos) j = out.size();
+        if (out[i] == '{') last = out.substr(i, j - i);
+        i = j + 1;
+    }
+    return last;
+}
+
+std::string error_text(const std::string& out) {
+    std::string msg;
+    std::size_t i = 0;
+    while (i < out.size()) {
+        std::size_t j = out.find('\n', i);
+        if (j == std::string::npos) j = out.size();
+        if (j > i && out[i] != '{') msg = out.substr(i, j - i);  // the last message line
+        i = j + 1;
+    }
+    return msg;
+}
+
+// --- results ------------------------------------------------------------------
+
+struct row {
+    std::string name;
+    std::string status = "ok";  // ok | failed | skipped
+    std::string note;
+    std::vector<double> seconds;
+    std::vector<double> peak;   // bytes
+    double peak_requested = 0;
+    double time_s = 0, peak_os = 0, frag = 0;
+    double time_ratio = 0, memory_ratio = 0, score = 0;
+    bool has_frag = false;
+};
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string json_escape(const std::string& s) {
+    std::string o;
+    for (const char c : s) {
+        if (c == '"' || c == '\\') o += '\\', o += c;
+        else if (static_cast<unsigned char>(c) < 0x20) {
+            char b[8];
+            std::snprintf(b, sizeof b, "\\u%04x", c);
+            o += b;
+        } else o += c;
+    }
+    return o;
+}
+
+std::string fmt(const char* f, double v) {
+    char b[64];
+    std::snprintf(b, sizeof b, f, v);
+    return b;
+}
+
+// Removes the plan file however the command ends.
+struct temp_file {
+    std::string path;
+    ~temp_file() {
+        if (!path.empty()) ::unlink(path.c_str());
+    }
+};
+
+int usage(std::FILE* out) {
+    std::fputs(
+        "usage: allotheque-trace replay [--allocators A,B,...] [--repeat N] [--json FILE] [--allow-truncated] TRACE\n"
+        "  Replays TRACE (same sequence, sizes, alignments; hints = the replay address of the object the\n"
+        "  traced program had next to each new one) on every allocator, each run in its own process,\n"
+        "  and prints time, peak OS memory and fragmentation per allocator with a recommendation.\n"
+        "  --allocators   subset of: glibc jemalloc mimalloc tcmalloc pmr kingsley quickfit velox medius\n"
+        "                 defero lea lea_deferred kingsley_coalescing (default: all)\n"
+        "  --repeat N     runs per allocator, interleaved; the median is reported (default 3)\n"
+        "  --json FILE    also write the results as JSON\n"
+        "  --allow-truncated  replay what a trace without an END record holds\n"
+        "  --keep-plan FILE   keep the replay plan in FILE (to run allotheque-replay-worker by hand)\n"
+        "  Score = (time / glibc's time) x (peak memory / glibc's peak); lower is better.\n",
+        out);
+    return out == stdout ? 0 : 2;
+}
+
+} // namespace
+
+int cmd_replay(int argc, char** argv) {
+    std::vector<std::string> allocators(std::begin(all_allocators), std::end(all_allocators));
+    int repeat = 3;
+    std::string json_path, trace_path, keep_plan;
+    bool allow_truncated = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::optional<std::string> {
+            if (const auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) return a.substr(eq + 1);
+            if (i + 1 >= argc) return std::nullopt;
+            return std::string(argv[++i]);
+        };
+        const std::string key = a.substr(0, a.find('='));
+        if (a == "--help" || a == "-h") return usage(stdout);
+        if (key == "--allocators") {
+            const auto v = value();
+            if (!v) return usage(stderr);
+            allocators.clear();
+            std::size_t s = 0;
+            while (s <= v->size()) {
+                const std::size_t e = std::min(v->find(',', s), v->size());
+                const std::string n = v->substr(s, e - s);
+                if (!n.empty()) {
+                    if (!known_allocator(n)) {
+                        std::fprintf(stderr, "%s: unknown allocator '%s'\n", me, n.c_str());
+                        return usage(stderr);
+                    }
+                    if (std::find(allocators.begin(), allocators.end(), n) == allocators.end()) allocators.push_back(n);
+                }
+                s = e + 1;
+            }
+            if (allocators.empty()) return usage(stderr);
+        } else if (key == "--repeat") {
+            const auto v = value();
+            char* end = nullptr;
+            const long n = v ? std::strtol(v->c_str(), &end, 10) : 0;
+            if (!v || *end || n < 1 || n > 1000) {
+                std::fprintf(stderr, "%s: --repeat needs a count from 1 to 1000\n", me);
+                return 2;
+            }
+            repeat = int(n);
+        } else if (key == "--json") {
+            const auto v = value();
+            if (!v || v->empty()) return usage(stderr);
+            json_path = *v;
+        } else if (key == "--keep-plan") {
+            const auto v = value();
+            if (!v || v->empty()) return usage(stderr);
+            keep_plan = *v;
+        } else if (a == "--allow-truncated") {
+            allow_truncated = true;
+        } else if (a.size() > 1 && a[0] == '-') {
+            std::fprintf(stderr, "%s: unknown option '%s'\n", me, a.c_str());
+            return usage(stderr);
+        } else if (trace_path.empty()) {
+            trace_path = a;
+        } else {
+            return usage(stderr);
+        }
+    }
+    if (trace_path.empty()) return usage(stderr);
+
+    // --- plan (off the clock) --------------------------------------------------
+    rp::plan plan;
+    std::string truncation;
+    try {
+        allotheque::trace::read_options ro;
+        ro.allow_truncated = allow_truncated;
+        const auto t = allotheque::trace::read_trace(trace_path, ro);
+        truncation = t.truncation;
+        plan = rp::make_plan(t);
+    } catch (const allotheque::trace::trace_error& e) {
+        // "at byte 0" says nothing for a file that cannot be opened or is not a trace.
+        std::fprintf(stderr, "%s: %s\n", me, e.offset() ? e.what() : e.message().c_str());
+        if (!allow_truncated && std::string(e.what()).find("truncated") != std::string::npos)
+            std::fprintf(stderr, "%s: (--allow-truncated replays what was recorded)\n", me);
+        return 1;
+    } catch (const rp::plan_error& e) {
+        std::fprintf(stderr, "%s: %s: %s\n", me, trace_path.c_str(), e.what());
+        return 1;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "%s: %s: out of memory while reading the trace\n", me, trace_path.c_str());
+        return 1;
+    }
+    if (const std::size_t phys = allotheque::tools::physical_memory_bytes();
+        phys && plan.peak_requested_bytes > phys) {
+        std::fprintf(stderr, "%s: %s: the trace's peak of %.2f MB live exceeds this machine's memory (%.2f MB): not replayed\n",
+                     me, trace_path.c_str(), double(plan.peak_requested_bytes) / 1e6, double(phys) / 1e6);
+        return 1;
+    }
+    const auto& st = plan.stats;
+    std::printf("trace %s: %llu events, %llu objects (%llu allocations, %llu reallocs, %llu frees), peak live %.2f MB\n",
+                trace_path.c_str(), (unsigned long long)st.events, (unsigned long long)plan.objects,
+                (unsigned long long)st.allocs, (unsigned long long)st.reallocs, (unsigned long long)st.frees,
+                double(plan.peak_requested_bytes) / 1e6);
+    std::printf("  hints: %llu of %llu allocations have a live neighbour in the traced address space\n",
+                (unsigned long long)st.hinted, (unsigned long long)st.allocs);
+    if (st.unknown_frees || st.null_frees || st.failed || st.lost_frees || st.never_freed)
+        std::printf("  ignored: %llu frees of unknown addresses, %llu free(NULL), %llu failed allocations;"
+                    " %llu lost frees replayed; %llu objects never freed\n",
+                    (unsigned long long)st.unknown_frees, (unsigned long long)st.null_frees,
+                    (unsigned long long)st.failed, (unsigned long long)st.lost_frees,
+                    (unsigned long long)st.never_freed);
+    if (st.threads > 1)
+        std::printf("  note: %llu threads traced; replayed on one thread in global time order\n",
+                    (unsigned long long)st.threads);
+    if (!truncation.empty()) std::printf("  note: trace truncated: %s\n", truncation.c_str());
+    if (plan.ops.empty()) {
+        std::fprintf(stderr, "%s: %s has no allocations to replay\n", me, trace_path.c_str());
+        return 1;
+    }
+
+    const std::string worker = find_worker();
+    if (worker.empty()) {
+        std::fprintf(stderr, "%s: cannot find allotheque-replay-worker next to this program or in %s\n", me,
+#ifdef ALLOTHEQUE_TRACE_INSTALLED_BINDIR
+                     ALLOTHEQUE_TRACE_INSTALLED_BINDIR
+#else
+                     "the install directory"
+#endif
+        );
+        return 1;
+    }
+
+    temp_file plan_file;
+    std::string plan_path;
+    if (!keep_plan.empty()) {
+        plan_path = keep_plan;  // kept: the user asked for it
+        try {
+            rp::write_plan(plan, plan_path);
+        } catch (const rp::plan_error& e) {
+            std::fprintf(stderr, "%s: %s\n", me, e.what());
+            return 1;
+        }
+        plan.ops = {};
+        plan.aux = {};
+    } else {
+        const char* tmp = std::getenv("TMPDIR");
+        std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/allotheque-replay-XXXXXX";
+        const int fd = ::mkstemp(templ.data());
+        if (fd < 0) {
+            std::fprintf(stderr, "%s: cannot create a temporary file in %s: %s\n", me, tmp && *tmp ? tmp : "/tmp",
+                         std::strerror(errno));
+            return 1;
+        }
+        ::close(fd);
+        plan_file.path = plan_path = templ;
+        try {
+            rp::write_plan(plan, plan_path);
+        } catch (const rp::plan_error& e) {
+            std::fprintf(stderr, "%s: %s\n", me, e.what());
+            return 1;
+        }
+        // The CLI's own copy is no longer needed.
+        plan.ops = {};
+        plan.aux = {};
+    }
+
+    // --- run ---------------------------------------------------------------------
+    std::vector<row> rows;
+    std::vector<std::string> preloads;
+    for (const auto& n : allocators) {
+        row r;
+        r.name = n;
+        const auto lib = preload_for(n);
+        if (!lib) {
+            r.status = "skipped";
+            r.note = "lib" + n + " is not installed";
+        }
+        rows.push_back(r);
+        preloads.push_back(lib.value_or(""));
+    }
+    const bool tty = ::isatty(2);
+    const int runs = repeat * int(rows.size());
+    int done = 0;
+    for (int rep = 0; rep < repeat; ++rep) {
+        for (std::size_t k = 0; k < rows.size(); ++k) {
+            row& r = rows[k];
+            ++done;
+            if (r.status != "ok") continue;
+            if (tty) std::fprintf(stderr, "\r  [%d/%d] %-20s", done, runs, r.name.c_str());
+            const run_output o = spawn(worker, {"--allocator", r.name, plan_path}, preloads[k]);
+            const std::string line = json_line(o.out);
+            const auto secs = json_number(line, "seconds");
+            const auto peak = json_number(line, "peak_rss_delta_bytes");
+            if (o.status != 0 || !secs || !peak) {
+                r.status = "failed";
+                std::string why = error_text(o.out);
+                if (why.empty())
+                    why = o.status > 128 ? "worker killed by signal " + std::to_string(o.status - 128)
+                                         : "worker exited with status " + std::to_string(o.status);
+                r.note = why;
+                continue;
+            }
+            r.seconds.push_back(*secs);
+            r.peak.push_back(*peak);
+            r.peak_requested = json_number(line, "peak_requested_bytes").value_or(0);
+            if (const auto c = json_number(line, "alignment_capped"); c && *c > 0 && r.note.empty())
+                r.note = fmt("%.0f alignments above 4096 replayed as 4096", *c);
+        }
+    }
+    if (tty) std::fprintf(stderr, "\r%40s\r", "");
+
+    // --- rank ----------------------------------------------------------------------
+    const double page = 4096;
+    const row* base = nullptr;
+    for (auto& r : rows) {
+        if (r.status != "ok") continue;
+        r.time_s = median(r.seconds);
+        r.peak_os = median(r.peak);
+        r.has_frag = r.peak_requested > 0;
+        if (r.has_frag) r.frag = (r.peak_os - r.peak_requested) / r.peak_requested;
+        if (!base || (r.name == "glibc")) base = &r;
+    }
+    if (!base) {
+        std::fprintf(stderr, "%s: no allocator could replay the trace\n", me);
+        for (const auto& r : rows) std::fprintf(stderr, "  %s: %s\n", r.name.c_str(), r.note.c_str());
+        return 1;
+    }
+    // A peak below one page counts as one page (a tiny trace may not grow the
+    // resident set at all); a time below a microsecond as a microsecond.
+    const double base_t = std::max(base->time_s, 1e-6), base_m = std::max(base->peak_os, page);
+    std::vector<row*> order;
+    for (auto& r : rows) {
+        if (r.status == "ok") {
+            r.time_ratio = std::max(r.time_s, 1e-6) / base_t;
+            r.memory_ratio = std::max(r.peak_os, page) / base_m;
+            r.score = r.time_ratio * r.memory_ratio;
+        }
+        order.push_back(&r);
+    }
+    std::stable_sort(order.begin(), order.end(), [](const row* a, const row* b) {
+        if ((a->status == "ok") != (b->status == "ok")) return a->status == "ok";
+        return a->status == "ok" && a->score < b->score;
+    });
+    const row *fastest = nullptr, *leanest = nullptr, *balanced = nullptr;
+    for (const row* r : order) {
+        if (r->status != "ok") continue;
+        if (!fastest || r->time_s < fastest->time_s) fastest = r;
+        if (!leanest || r->peak_os < leanest->peak_os || (r->peak_os == leanest->peak_os && r->time_s < leanest->time_s))
+            leanest = r;
+        if (!balanced || r->score < balanced->score) balanced = r;
+    }
+
+    // --- table -----------------------------------------------------------------------
+    std::printf("\nreplay on %zu allocators, %d run%s each (median), relative to %s; score = time x memory ratio\n\n",
+                rows.size(), repeat, repeat == 1 ? "" : "s", base->name.c_str());
+    const std::string vs = "vs " + base->name;
+    std::printf("| %-4s | %-19s | %10s | %9s | %9s | %9s | %13s | %6s |\n", "rank", "allocator", "time ms",
+                vs.c_str(), "peak MB", vs.c_str(), "fragmentation", "score");
+    std::printf("|------|---------------------|------------|-----------|-----------|-----------|---------------|--------|\n");
+    int rank = 0;
+    for (const row* r : order) {
+        if (r->status != "ok") {
+            std::printf("| %-4s | %-19s | %10s | %9s | %9s | %9s | %13s | %6s |  %s: %s\n", "-", r->name.c_str(), "-", "-",
+                        "-", "-", "-", "-", r->status.c_str(), r->note.c_str());
+            continue;
+        }
+        std::printf("| %-4d | %-19s | %10.3f | %9.2f | %9.2f | %9.2f | %13s | %6.2f |%s%s\n", ++rank, r->name.c_str(),
+                    r->time_s * 1e3, r->time_ratio, r->peak_os / 1e6, r->memory_ratio,
+                    r->has_frag ? fmt("%.1f %%", r->frag * 100).c_str() : "-", r->score, r->note.empty() ? "" : "  ",
+                    r->note.c_str());
+    }
+    std::printf("\n");
+    std::printf("fastest:  %s (%.3f ms, %.2fx %s)\n", fastest->name.c_str(), fastest->time_s * 1e3, fastest->time_ratio,
+                base->name.c_str());
+    std::printf("leanest:  %s (%.2f MB peak, %.2fx %s)\n", leanest->name.c_str(), leanest->peak_os / 1e6,
+                leanest->memory_ratio, base->name.c_str());
+    std::string reason = fmt("%.2f", balanced->time_ratio) + "x " + base->name + "'s time and " +
+                         fmt("%.2f", balanced->memory_ratio) + "x its peak memory: the lowest time x memory score (" +
+                         fmt("%.2f", balanced->score) + ")";
+    if (balanced == fastest && balanced == leanest) reason += ", and both the fastest and the leanest";
+    else if (balanced == fastest) reason += ", and the fastest";
+    else if (balanced == leanest) reason += ", and the leanest";
+    std::printf("recommended: %s -- %s\n", balanced->name.c_str(), reason.c_str());
+    if (base->time_s < 0.01)
+        std::printf("note: the replay takes %.3f ms: timings this short are noisy; a longer trace or --repeat helps\n",
+                    base->time_s * 1e3);
+
+    // --- JSON --------------------------------------------------------------------------
+    if (!json_path.empty()) {
+        std::string j = "{\n  \"trace\": \"" + json_escape(trace_path) + "\",\n";
+        char b[1024];
+        std::snprintf(b, sizeof b,
+                      "  \"events\": %llu, \"objects\": %llu, \"allocs\": %llu, \"reallocs\": %llu, \"frees\": %llu,"
+                      " \"hinted\": %llu, \"unknown_frees\": %llu, \"failed\": %llu, \"lost_frees\": %llu,"
+                      " \"never_freed\": %llu, \"threads\": %llu,\n"
+                      "  \"peak_requested_bytes\": %llu, \"repeat\": %d, \"baseline\": \"%s\",\n"
+                      "  \"score\": \"time_ratio * memory_ratio\",\n",
+                      (unsigned long long)st.events, (unsigned long long)plan.objects, (unsigned long long)st.allocs,
+                      (unsigned long long)st.reallocs, (unsigned long long)st.frees, (unsigned long long)st.hinted,
+                      (unsigned long long)st.unknown_frees, (unsigned long long)st.failed,
+                      (unsigned long long)st.lost_frees, (unsigned long long)st.never_freed,
+                      (unsigned long long)st.threads, (unsigned long long)plan.peak_requested_bytes, repeat,
+                      base->name.c_str());
+        j += b;
+        j += "  \"results\": [\n";
+        for (std::size_t i = 0; i < order.size(); ++i) {
+            const row& r = *order[i];
+            j += "    {\"allocator\": \"" + r.name + "\", \"status\": \"" + r.status + "\"";
+            if (!r.note.empty()) j += ", \"note\": \"" + json_escape(r.note) + "\"";
+            if (r.status == "ok") {
+                std::string secs = "[", peaks = "[";
+                for (std::size_t k = 0; k < r.seconds.size(); ++k) {
+                    secs += (k ? ", " : "") + fmt("%.6f", r.seconds[k]);
+                    peaks += (k ? ", " : "") + fmt("%.0f", r.peak[k]);
+                }
+                std::snprintf(b, sizeof b,
+                              ", \"seconds\": %.6f, \"seconds_all\": %s], \"peak_os_bytes\": %.0f,"
+                              " \"peak_rss_delta_bytes_all\": %s], \"peak_requested_bytes\": %.0f,"
+                              " \"fragmentation\": %s, \"time_ratio\": %.4f, \"memory_ratio\": %.4f, \"score\": %.4f",
+                              r.time_s, secs.c_str(), r.peak_os, peaks.c_str(), r.peak_requested,
+                              r.has_frag ? fmt("%.4f", r.frag).c_str() : "null", r.time_ratio, r.memory_ratio, r.score);
+                j += b;
+            }
+            j += i + 1 < order.size() ? "},\n" : "}\n";
+        }
+        j += "  ],\n  \"recommendation\": {\"fastest\": \"" + fastest->name + "\", \"leanest\": \"" + leanest->name +
+             "\", \"balanced\": \"" + balanced->name + "\", \"reason\": \"" + json_escape(reason) + "\"}\n}\n";
+        std::FILE* f = std::fopen(json_path.c_str(), "w");
+        const bool ok = f && std::fputs(j.c_str(), f) >= 0;
+        if (!f || std::fclose(f) != 0 || !ok) {
+            std::fprintf(stderr, "%s: cannot write %s\n", me, json_path.c_str());
+            return 1;
+        }
+    }
+    return 0;
+}
+
+} // namespace allotheque::tools

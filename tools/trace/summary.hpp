@@ -1,0 +1,898 @@
+// `allotheque-trace summary`: what a trace says about a program's allocations
+// (docs/trace.md, "Summarise"). Header-only so tests/test_trace_summary.cpp can
+// check the numbers on synthetic traces.
+//
+//   summary s = summarise(trace, resolve(trace));   // the analysis
+//   std::string text = format_text(s, symbols, 10); // the text report
+//   html_report(s, symbols)                         // html_report.hpp
+//   summary_main(argc, argv, stdout, stderr)        // the whole command
+#ifndef ALLOTHEQUE_TOOLS_TRACE_SUMMARY_HPP
+#define ALLOTHEQUE_TOOLS_TRACE_SUMMARY_HPP
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cinttypes>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <allotheque/trace/objects.hpp>
+#include <allotheque/trace/reader.hpp>
+
+#include "symbolize.hpp"
+
+namespace allotheque::tools {
+
+struct summary_options {
+    std::size_t max_points = 2000;          // live-memory time series, after downsampling
+    std::size_t top_sizes = 20;             // exact sizes kept, most frequent first
+    std::size_t site_sizes = 32;            // distinct sizes kept per site
+    std::uint64_t short_lived_ns = 1000;    // "short-lived": freed within this many ns ...
+    std::uint64_t short_lived_allocs = 16;  // ... or before this many further allocations
+};
+
+// One power-of-two size bucket: sizes lo..hi (a single size 0 bucket holds 0).
+struct size_bucket {
+    std::uint64_t lo = 0, hi = 0;
+    std::uint64_t count = 0, bytes = 0;
+};
+
+struct size_count {
+    std::uint64_t size = 0, count = 0;
+};
+
+// A lifetime bucket: [lo, hi) in ns or in allocations; hi = UINT64_MAX for the
+// last one. Never-freed objects are counted apart (summary::never_freed).
+struct range_bucket {
+    std::uint64_t lo = 0, hi = 0;
+    std::uint64_t count = 0;
+};
+
+struct site_stats {
+    std::uint64_t site = 0;      // return address
+    std::uint64_t count = 0;     // objects allocated here (successful allocations, realloc results included)
+    std::uint64_t bytes = 0;     // bytes requested
+    std::uint64_t peak_live_bytes = 0;  // the site's own peak of live bytes
+    std::uint64_t min_size = 0, max_size = 0;
+    std::uint64_t distinct_sizes = 0;
+    std::vector<size_count> sizes;  // most frequent first, at most summary_options::site_sizes
+    std::uint64_t freed = 0, never_freed = 0, never_freed_bytes = 0;
+    bool has_lifetime = false;   // at least one object was freed
+    std::uint64_t median_lifetime_ns = 0;
+    std::uint64_t failed = 0;    // allocations from here that returned null
+    std::uint32_t ops = 0;       // bit (1 << op) for each operation seen
+    double mean_size() const { return count ? double(bytes) / double(count) : 0.0; }
+};
+
+struct live_point {
+    std::uint64_t time_ns = 0, bytes = 0, objects = 0;
+};
+
+struct thread_stats {
+    std::uint32_t thread = 0, os_tid = 0;
+    std::uint64_t events = 0, allocations = 0, bytes = 0, frees = 0;
+};
+
+struct summary {
+    // The process and the trace.
+    std::string exe;
+    std::vector<std::string> args;
+    std::uint32_t pid = 0;
+    std::uint64_t duration_ns = 0;
+    std::uint64_t events = 0;
+    bool complete = false;
+    std::string truncation;
+    std::uint64_t dropped = 0;  // events the tracer could not record (END record)
+
+    // Totals.
+    std::array<std::uint64_t, 32> by_op{};  // calls per operation code (failed included)
+    std::uint64_t allocations = 0;          // objects created (successful allocation calls)
+    std::uint64_t frees = 0;                // free/delete/delete[] of a non-null pointer
+    std::uint64_t null_frees = 0;
+    std::uint64_t reallocs = 0, realloc_from_null = 0, realloc_to_zero = 0, realloc_in_place = 0, realloc_moved = 0;
+    std::uint64_t failed = 0;
+    std::uint64_t unknown_frees = 0;        // releases of addresses not live in the trace
+    std::uint64_t reused_live = 0;          // allocation at an address still live (lost free)
+    std::uint64_t mismatched_frees = 0;     // new/delete[], malloc/delete, ...
+    std::uint64_t bytes_requested = 0;
+
+    // Peaks and what was left.
+    std::uint64_t peak_live_bytes = 0, peak_bytes_time_ns = 0, peak_bytes_event = 0, peak_bytes_objects = 0;
+    std::uint64_t peak_live_objects = 0, peak_objects_time_ns = 0, peak_objects_event = 0;
+    std::uint64_t never_freed = 0, never_freed_bytes = 0;
+
+    // Sizes.
+    std::vector<size_bucket> histogram;     // contiguous power-of-two buckets
+    std::vector<size_count> top_sizes;      // most frequent exact sizes
+    std::uint64_t small64 = 0, small64_bytes = 0, small256 = 0, small256_bytes = 0;
+    std::uint64_t small64_glibc_bytes = 0;  // estimated glibc chunk bytes of the <= 64 B objects
+
+    // Lifetimes of freed objects.
+    std::uint64_t freed_objects = 0;
+    std::vector<range_bucket> lifetime_ns;      // decades: <100 ns, <1 us, ... >= 10 s
+    std::vector<range_bucket> lifetime_allocs;  // allocations in between: 0, 1, 2-3, 4-7, ...
+    std::uint64_t median_lifetime_ns = 0, median_lifetime_allocs = 0;
+    std::uint64_t short_lived_ns_count = 0, short_lived_allocs_count = 0;
+    std::uint64_t short_lived_ns = 0, short_lived_allocs = 0;  // the thresholds used
+
+    std::vector<thread_stats> threads;
+    std::vector<site_stats> sites;          // by count, descending (ties: by bytes, then address)
+    std::vector<live_point> series;         // live bytes/objects over time, downsampled
+};
+
+// Estimated size of the glibc malloc chunk holding `n` requested bytes
+// (8-byte header, 16-byte granularity, 32-byte minimum).
+constexpr std::uint64_t glibc_chunk_bytes(std::uint64_t n) noexcept {
+    const std::uint64_t c = (n + 8 + 15) & ~std::uint64_t(15);
+    return c < 32 ? 32 : c;
+}
+
+// The power-of-two bucket of a size: 0 -> 0, 1 -> 1, 2 -> 2, 3..4 -> 3, 5..8 -> 4, ...
+constexpr unsigned size_bucket_index(std::uint64_t s) noexcept {
+    return s == 0 ? 0u : 1u + static_cast<unsigned>(std::bit_width(s - 1));
+}
+// The last bucket (k = 65: sizes above 2^63, seen only in damaged traces) ends
+// at the largest size rather than at 2^64, which has no 64-bit value.
+constexpr std::uint64_t size_bucket_hi(unsigned k) noexcept {
+    return k == 0 ? 0 : k > 64 ? ~std::uint64_t(0) : std::uint64_t(1) << (k - 1);
+}
+constexpr std::uint64_t size_bucket_lo(unsigned k) noexcept {
+    return k <= 1 ? k : (std::uint64_t(1) << (k - 2)) + 1;
+}
+
+namespace detail {
+
+inline bool mismatched(trace::op alloc, trace::op release) {
+    using trace::op;
+    switch (alloc) {
+        case op::new_: return release != op::delete_;
+        case op::new_array: return release != op::delete_array;
+        default: return release == op::delete_ || release == op::delete_array;
+    }
+}
+
+inline std::uint64_t median_of(std::vector<std::uint64_t>::iterator b, std::vector<std::uint64_t>::iterator e) {
+    if (b == e) return 0;
+    auto mid = b + (e - b) / 2;
+    std::nth_element(b, mid, e);
+    return *mid;
+}
+
+} // namespace detail
+
+inline summary summarise(const trace::trace& t, const trace::timeline& tl, const summary_options& opt = {}) {
+    using trace::no_object;
+    summary s;
+    s.exe = t.process.exe;
+    s.args = t.process.args;
+    s.pid = t.process.pid;
+    s.duration_ns = t.duration_ns;
+    s.events = t.events.size();
+    s.complete = t.complete;
+    s.truncation = t.truncation;
+    s.dropped = t.end.dropped;
+    s.unknown_frees = tl.unknown_frees;
+    s.null_frees = tl.null_frees;
+    s.failed = tl.failed;
+    s.reused_live = tl.reused_live;
+    s.short_lived_ns = opt.short_lived_ns;
+    s.short_lived_allocs = opt.short_lived_allocs;
+
+    // Sites, in order of first appearance for now.
+    std::unordered_map<std::uint64_t, std::uint32_t> site_index;
+    auto site_of = [&](std::uint64_t site) {
+        auto [it, fresh] = site_index.try_emplace(site, static_cast<std::uint32_t>(s.sites.size()));
+        if (fresh) {
+            s.sites.emplace_back();
+            s.sites.back().site = site;
+        }
+        return it->second;
+    };
+
+    // Threads.
+    auto thread_of = [&](std::uint32_t thread) -> thread_stats& {
+        for (auto& x : s.threads)
+            if (x.thread == thread) return x;
+        s.threads.push_back(thread_stats{thread, 0, 0, 0, 0, 0});
+        return s.threads.back();
+    };
+    for (const auto& ti : t.threads) {
+        auto& x = thread_of(ti.thread);
+        x.os_tid = ti.os_tid;
+    }
+
+    // Per-event pass: totals, failures, realloc kinds, mismatches, threads.
+    for (std::size_t i = 0; i < t.events.size(); ++i) {
+        const auto& e = t.events[i];
+        ++s.by_op[std::uint8_t(e.kind) & 31];
+        auto& th = thread_of(e.thread);
+        ++th.events;
+        if (trace::is_free(e.kind)) {
+            if (e.address != 0) {
+                ++s.frees;
+                ++th.frees;
+            }
+            if (tl.ended[i] != no_object) {
+                const auto& o = tl.objects[tl.ended[i]];
+                if (detail::mismatched(t.events[o.born_event].kind, e.kind)) ++s.mismatched_frees;
+            }
+            continue;
+        }
+        if (e.kind == trace::op::realloc_) {
+            ++s.reallocs;
+            if (!e.failed) {
+                if (e.old_address == 0) ++s.realloc_from_null;
+                else if (e.address == 0) ++s.realloc_to_zero;
+                else if (e.address == e.old_address) ++s.realloc_in_place;
+                else ++s.realloc_moved;
+            }
+            if (tl.ended[i] != no_object) {
+                const auto& o = tl.objects[tl.ended[i]];
+                if (detail::mismatched(t.events[o.born_event].kind, trace::op::free_)) ++s.mismatched_frees;
+            }
+        }
+        if (e.failed) ++s.sites[site_of(e.site)].failed;
+    }
+
+    // Objects: sizes, sites, threads.
+    const auto& objs = tl.objects;
+    std::vector<std::uint32_t> obj_site(objs.size());
+    std::unordered_map<std::uint64_t, std::uint64_t> exact;
+    std::vector<size_bucket> buckets(66);
+    for (std::size_t j = 0; j < objs.size(); ++j) {
+        const auto& o = objs[j];
+        const auto k = site_of(o.site);
+        obj_site[j] = k;
+        auto& st = s.sites[k];
+        if (st.count == 0) st.min_size = st.max_size = o.size;
+        st.min_size = std::min(st.min_size, o.size);
+        st.max_size = std::max(st.max_size, o.size);
+        ++st.count;
+        st.bytes += o.size;
+        st.ops |= 1u << (std::uint8_t(t.events[o.born_event].kind) & 31);
+        ++s.allocations;
+        s.bytes_requested += o.size;
+        auto& th = thread_of(o.thread);
+        ++th.allocations;
+        th.bytes += o.size;
+        auto& b = buckets[size_bucket_index(o.size)];
+        ++b.count;
+        b.bytes += o.size;
+        ++exact[o.size];
+        if (o.size <= 64) {
+            ++s.small64;
+            s.small64_bytes += o.size;
+            s.small64_glibc_bytes += glibc_chunk_bytes(o.size);
+        }
+        if (o.size <= 256) {
+            ++s.small256;
+            s.small256_bytes += o.size;
+        }
+    }
+    // Histogram: the contiguous range of used buckets.
+    {
+        unsigned first = 66, last = 0;
+        for (unsigned k = 0; k < buckets.size(); ++k)
+            if (buckets[k].count) {
+                first = std::min(first, k);
+                last = k;
+            }
+        for (unsigned k = first; k <= last && first < 66; ++k) {
+            buckets[k].lo = size_bucket_lo(k);
+            buckets[k].hi = size_bucket_hi(k);
+            s.histogram.push_back(buckets[k]);
+        }
+    }
+    {
+        std::vector<size_count> all;
+        all.reserve(exact.size());
+        for (auto [size, count] : exact) all.push_back({size, count});
+        std::sort(all.begin(), all.end(), [](const size_count& a, const size_count& b) {
+            return a.count != b.count ? a.count > b.count : a.size < b.size;
+        });
+        if (all.size() > opt.top_sizes) all.resize(opt.top_sizes);
+        s.top_sizes = std::move(all);
+    }
+
+    // Objects ending at each event, as linked lists in object order (an event
+    // can end two: a realloc's old block and a block lost at that address).
+    std::vector<std::uint32_t> death_head(t.events.size(), no_object), death_next(objs.size(), no_object);
+    for (std::size_t j = objs.size(); j-- > 0;) {
+        if (objs[j].died_event == no_object) continue;
+        death_next[j] = death_head[objs[j].died_event];
+        death_head[objs[j].died_event] = static_cast<std::uint32_t>(j);
+    }
+    std::vector<std::uint32_t> deaths;  // objects that die, in the order they die
+    deaths.reserve(objs.size());
+
+    // Lifetime buckets: decades of ns up to >= 10 s; powers of two of
+    // allocations up to >= 2^20.
+    for (std::uint64_t lo = 0, hi = 100; lo <= 10'000'000'000ull; lo = hi, hi *= 10)
+        s.lifetime_ns.push_back({lo, lo == 10'000'000'000ull ? UINT64_MAX : hi, 0});
+    s.lifetime_allocs.push_back({0, 1, 0});
+    for (std::uint64_t lo = 1; lo <= (1u << 20); lo *= 2)
+        s.lifetime_allocs.push_back({lo, lo == (1u << 20) ? UINT64_MAX : lo * 2, 0});
+    auto put = [](std::vector<range_bucket>& v, std::uint64_t x) {
+        for (auto& b : v)
+            if (x >= b.lo && x < b.hi) {
+                ++b.count;
+                return;
+            }
+        ++v.back().count;
+    };
+
+    std::vector<std::uint64_t> site_live(s.sites.size(), 0);
+    std::vector<std::uint64_t> between;  // allocations in between, per freed object
+    between.reserve(objs.size());
+    std::uint64_t live_bytes = 0, live_objects = 0, births = 0;
+    const std::size_t n = t.events.size();
+
+    // Downsampling: with more events than points, time is cut into
+    // max_points/2 buckets and each bucket keeps its maximum and its last value,
+    // so peaks survive and drops show.
+    const std::size_t max_points = std::max<std::size_t>(opt.max_points, 4);
+    const bool downsample = n + 1 > max_points;
+    const std::size_t nb = max_points / 2;
+    const std::uint64_t t_end = n ? t.events.back().time_ns : 0;
+    struct agg {
+        bool used = false;
+        live_point max, last;
+        std::uint64_t max_objects = 0;
+    };
+    std::vector<agg> aggs(downsample ? nb : 0);
+    s.series.push_back({0, 0, 0});
+
+    // Walk the events in order: live bytes/objects, peaks, per-site peaks,
+    // lifetimes in allocations.
+    for (std::uint32_t i = 0; i < n; ++i) {
+        const auto& e = t.events[i];
+        for (auto j = death_head[i]; j != no_object; j = death_next[j]) {
+            deaths.push_back(j);
+            live_bytes -= objs[j].size;
+            --live_objects;
+            site_live[obj_site[j]] -= objs[j].size;
+            between.push_back(births - j - 1);  // objects j+1 .. births-1 were born in between
+        }
+        if (tl.born[i] != no_object) {
+            const auto j = tl.born[i];
+            live_bytes += objs[j].size;
+            ++live_objects;
+            ++births;
+            auto& sl = site_live[obj_site[j]];
+            sl += objs[j].size;
+            auto& st = s.sites[obj_site[j]];
+            st.peak_live_bytes = std::max(st.peak_live_bytes, sl);
+        }
+        if (live_bytes > s.peak_live_bytes) {
+            s.peak_live_bytes = live_bytes;
+            s.peak_bytes_time_ns = e.time_ns;
+            s.peak_bytes_event = i;
+            s.peak_bytes_objects = live_objects;
+        }
+        if (live_objects > s.peak_live_objects) {
+            s.peak_live_objects = live_objects;
+            s.peak_objects_time_ns = e.time_ns;
+            s.peak_objects_event = i;
+        }
+        const live_point p{e.time_ns, live_bytes, live_objects};
+        if (!downsample) {
+            s.series.push_back(p);
+        } else {
+            const auto k = std::min<std::size_t>(
+                nb - 1, static_cast<std::size_t>(double(e.time_ns) / (double(t_end) + 1.0) * double(nb)));
+            auto& a = aggs[k];
+            if (!a.used || p.bytes > a.max.bytes) a.max = p;
+            a.max_objects = a.used ? std::max(a.max_objects, live_objects) : live_objects;
+            a.last = p;
+            a.used = true;
+        }
+    }
+    for (const auto& a : aggs) {
+        if (!a.used) continue;
+        s.series.push_back({a.max.time_ns, a.max.bytes, a.max_objects});
+        if (a.last.time_ns > a.max.time_ns && (a.last.bytes != a.max.bytes || a.last.objects != a.max_objects))
+            s.series.push_back(a.last);
+    }
+    s.never_freed = live_objects;
+    s.never_freed_bytes = live_bytes;
+
+    // Lifetimes: in allocations (gathered above, in death order) and in ns.
+    s.freed_objects = deaths.size();
+    std::vector<std::uint64_t> life(deaths.size());
+    for (std::size_t k = 0; k < deaths.size(); ++k) {
+        const auto& o = objs[deaths[k]];
+        life[k] = o.died_ns - o.born_ns;
+        put(s.lifetime_ns, life[k]);
+        put(s.lifetime_allocs, between[k]);
+        if (life[k] < opt.short_lived_ns) ++s.short_lived_ns_count;
+        if (between[k] < opt.short_lived_allocs) ++s.short_lived_allocs_count;
+    }
+    s.median_lifetime_allocs = detail::median_of(between.begin(), between.end());
+
+    // Per site: freed/never freed, median lifetime (group the lifetimes by site).
+    {
+        std::vector<std::uint64_t> start(s.sites.size() + 1, 0);
+        for (auto j : deaths) ++start[obj_site[j] + 1];
+        for (std::size_t k = 0; k < s.sites.size(); ++k) start[k + 1] += start[k];
+        std::vector<std::uint64_t> grouped(deaths.size());
+        std::vector<std::uint64_t> fill(start.begin(), start.end() - 1);
+        for (std::size_t k = 0; k < deaths.size(); ++k) grouped[fill[obj_site[deaths[k]]]++] = life[k];
+        for (std::size_t k = 0; k < s.sites.size(); ++k) {
+            auto& st = s.sites[k];
+            st.freed = start[k + 1] - start[k];
+            st.never_freed = st.count - st.freed;
+            st.never_freed_bytes = site_live[k];
+            if (st.freed) {
+                st.has_lifetime = true;
+                st.median_lifetime_ns = detail::median_of(grouped.begin() + std::ptrdiff_t(start[k]),
+                                                          grouped.begin() + std::ptrdiff_t(start[k + 1]));
+            }
+        }
+        s.median_lifetime_ns = detail::median_of(grouped.begin(), grouped.end());
+    }
+
+    // Per site: exact sizes (sort the objects by site, then size).
+    {
+        std::vector<std::pair<std::uint32_t, std::uint64_t>> ss(objs.size());
+        for (std::size_t j = 0; j < objs.size(); ++j) ss[j] = {obj_site[j], objs[j].size};
+        std::sort(ss.begin(), ss.end());
+        for (std::size_t a = 0; a < ss.size();) {
+            const auto k = ss[a].first;
+            std::vector<size_count> sizes;
+            std::size_t b = a;
+            while (b < ss.size() && ss[b].first == k) {
+                std::size_t c = b;
+                while (c < ss.size() && ss[c].first == k && ss[c].second == ss[b].second) ++c;
+                sizes.push_back({ss[b].second, c - b});
+                b = c;
+            }
+            auto& st = s.sites[k];
+            st.distinct_sizes = sizes.size();
+            std::stable_sort(sizes.begin(), sizes.end(),
+                             [](const size_count& x, const size_count& y) { return x.count > y.count; });
+            if (sizes.size() > opt.site_sizes) sizes.resize(opt.site_sizes);
+            st.sizes = std::move(sizes);
+            a = b;
+        }
+    }
+
+    std::sort(s.sites.begin(), s.sites.end(), [](const site_stats& a, const site_stats& b) {
+        if (a.count != b.count) return a.count > b.count;
+        if (a.bytes != b.bytes) return a.bytes > b.bytes;
+        return a.site < b.site;
+    });
+    std::sort(s.threads.begin(), s.threads.end(),
+              [](const thread_stats& a, const thread_stats& b) { return a.thread < b.thread; });
+    return s;
+}
+
+inline summary summarise(const trace::trace& t, const summary_options& opt = {}) {
+    return summarise(t, trace::resolve(t), opt);
+}
+
+// Indices into s.sites, the top `n` by bytes (ties: by count, then address).
+inline std::vector<std::size_t> sites_by_bytes(const summary& s, std::size_t n) {
+    std::vector<std::size_t> idx(s.sites.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+        const auto& x = s.sites[a];
+        const auto& y = s.sites[b];
+        if (x.bytes != y.bytes) return x.bytes > y.bytes;
+        if (x.count != y.count) return x.count > y.count;
+        return x.site < y.site;
+    });
+    if (idx.size() > n) idx.resize(n);
+    return idx;
+}
+
+// Symbols for the sites of `s`, in the order of s.sites.
+inline std::vector<symbol> symbolize_sites(const summary& s, const std::string& maps, bool use_addr2line,
+                                           symbolize_stats* stats = nullptr) {
+    std::vector<std::uint64_t> addrs;
+    addrs.reserve(s.sites.size());
+    for (const auto& st : s.sites) addrs.push_back(st.site);
+    symbolize_options o;
+    o.use_addr2line = use_addr2line;
+    return symbolize(maps, addrs, o, stats);
+}
+
+// --- text formatting -------------------------------------------------------
+
+namespace fmt {
+
+inline std::string integer(std::uint64_t v) {
+    std::string d = std::to_string(v), out;
+    for (std::size_t i = 0; i < d.size(); ++i) {
+        if (i && (d.size() - i) % 3 == 0) out += ',';
+        out += d[i];
+    }
+    return out;
+}
+
+inline std::string bytes(std::uint64_t v) {
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    if (v < 1024) return std::to_string(v) + " B";
+    double x = double(v);
+    int u = 0;
+    while (x >= 1024 && u < 5) {
+        x /= 1024;
+        ++u;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof buf, x < 10 ? "%.2f %s" : x < 100 ? "%.1f %s" : "%.0f %s", x, units[u]);
+    return buf;
+}
+
+inline std::string duration(std::uint64_t ns) {
+    char buf[32];
+    if (ns < 1000) std::snprintf(buf, sizeof buf, "%" PRIu64 " ns", ns);
+    else if (ns < 1000000) std::snprintf(buf, sizeof buf, "%.1f us", double(ns) / 1e3);
+    else if (ns < 1000000000) std::snprintf(buf, sizeof buf, "%.1f ms", double(ns) / 1e6);
+    else std::snprintf(buf, sizeof buf, "%.3f s", double(ns) / 1e9);
+    return buf;
+}
+
+inline std::string percent(std::uint64_t part, std::uint64_t whole) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%.1f%%", whole ? 100.0 * double(part) / double(whole) : 0.0);
+    return buf;
+}
+
+inline std::string size_range(std::uint64_t lo, std::uint64_t hi) {
+    if (lo == hi) return std::to_string(lo);
+    return std::to_string(lo) + "-" + std::to_string(hi);
+}
+
+inline std::string ns_range(const range_bucket& b) {
+    if (b.lo == 0) return "< " + duration(b.hi);
+    if (b.hi == UINT64_MAX) return ">= " + duration(b.lo);
+    return duration(b.lo) + " - " + duration(b.hi);
+}
+
+inline std::string alloc_range(const range_bucket& b) {
+    if (b.hi == UINT64_MAX) return ">= " + integer(b.lo);
+    if (b.hi == b.lo + 1) return integer(b.lo);
+    return integer(b.lo) + "-" + integer(b.hi - 1);
+}
+
+inline std::string pad(std::string s, std::size_t w, bool right = true) {
+    if (s.size() >= w) return s;
+    return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+}
+
+inline std::string clip(const std::string& s, std::size_t w) {
+    return s.size() <= w ? s : s.substr(0, w - 3) + "...";
+}
+
+inline std::string bar(std::uint64_t part, std::uint64_t max, std::size_t width = 30) {
+    if (!max || !part) return "";
+    const auto k = std::max<std::size_t>(1, static_cast<std::size_t>(double(part) / double(max) * double(width) + 0.5));
+    return std::string(k, '#');
+}
+
+// "16" or "16-64 (3 sizes)".
+inline std::string site_sizes(const site_stats& st) {
+    if (st.count == 0) return "-";
+    if (st.min_size == st.max_size) return std::to_string(st.min_size);
+    return std::to_string(st.min_size) + "-" + std::to_string(st.max_size) + " (" + std::to_string(st.distinct_sizes) +
+           " sizes)";
+}
+
+} // namespace fmt
+
+inline std::string format_ops(const summary& s, bool frees) {
+    std::string out;
+    for (unsigned k = 0; k < 32; ++k) {
+        if (!s.by_op[k] || !trace::is_known(std::uint8_t(k))) continue;
+        if (trace::is_free(trace::op(k)) != frees) continue;
+        if (!out.empty()) out += ", ";
+        out += std::string(trace::op_name(trace::op(k))) + " " + fmt::integer(s.by_op[k]);
+    }
+    return out;
+}
+
+inline std::string site_table(const summary& s, const std::vector<symbol>& syms, const std::vector<std::size_t>& idx) {
+    using namespace fmt;
+    std::string o = "     #        count      %        bytes      %    peak live   mean size  sizes                   median life  "
+                    "never freed  site\n";
+    std::size_t rank = 0;
+    for (auto i : idx) {
+        const auto& st = s.sites[i];
+        char mean[32];
+        std::snprintf(mean, sizeof mean, "%.1f", st.mean_size());
+        std::string site;
+        if (i < syms.size()) {
+            // Long demangled names are clipped so the location always shows;
+            // an inlined site also names the function it was inlined into.
+            const auto& sym = syms[i];
+            site = sym.function().empty() ? sym.location() : clip(sym.function(), 100) + " (" + sym.location() + ")";
+            if (sym.frames.size() > 1) {
+                const auto& outer = sym.frames.back();
+                site += "  [inlined into " + clip(outer.function.empty() ? std::string("??") : outer.function, 60);
+                if (!outer.file.empty()) site += " (" + outer.file + ":" + std::to_string(outer.line) + ")";
+                site += "]";
+            }
+        } else {
+            char b[24];
+            std::snprintf(b, sizeof b, "0x%" PRIx64, st.site);
+            site = b;
+        }
+        o += pad(std::to_string(++rank), 6) + pad(integer(st.count), 13) + pad(percent(st.count, s.allocations), 7) +
+             pad(bytes(st.bytes), 13) + pad(percent(st.bytes, s.bytes_requested), 7) + pad(bytes(st.peak_live_bytes), 13) +
+             pad(mean, 12) + "  " + pad(clip(site_sizes(st), 22), 22, false) +
+             pad(st.has_lifetime ? duration(st.median_lifetime_ns) : std::string("-"), 13) +
+             pad(integer(st.never_freed), 13) + "  " + site + "\n";
+    }
+    return o;
+}
+
+// The text report. `syms` is parallel to s.sites (may be empty: raw addresses).
+inline std::string format_text(const summary& s, const std::vector<symbol>& syms, std::size_t top,
+                               const std::string& trace_path = {}) {
+    using namespace fmt;
+    std::string o;
+    auto line = [&](const std::string& label, const std::string& value) { o += "  " + pad(label, 20, false) + value + "\n"; };
+    o += "allotheque-trace summary" + (trace_path.empty() ? std::string() : ": " + trace_path) + "\n\n";
+
+    o += "Process\n";
+    line("executable", s.exe.empty() ? "(unknown)" : s.exe);
+    std::string args;
+    for (const auto& a : s.args) args += (args.empty() ? "" : " ") + a;
+    line("arguments", args.empty() ? "(none)" : args);
+    line("pid", std::to_string(s.pid));
+    line("duration", duration(s.duration_ns));
+    line("events", integer(s.events) + (s.dropped ? " (" + integer(s.dropped) + " dropped by the tracer)" : std::string()));
+    line("trace", s.complete ? "complete" : "TRUNCATED: " + s.truncation);
+
+    o += "\nTotals\n";
+    if (s.events == 0) o += "  (the trace has no allocation events)\n";
+    line("allocations", integer(s.allocations) + (s.allocations ? "   (" + format_ops(s, false) + ")" : std::string()));
+    line("frees", integer(s.frees) + (s.frees ? "   (" + format_ops(s, true) + ")" : std::string()));
+    line("reallocs", integer(s.reallocs) + (s.reallocs ? "   (from NULL " + integer(s.realloc_from_null) + ", to size 0 " +
+                                                             integer(s.realloc_to_zero) + ", in place " +
+                                                             integer(s.realloc_in_place) + ", moved " +
+                                                             integer(s.realloc_moved) + ")"
+                                                       : std::string()));
+    line("failed", integer(s.failed) + (s.failed ? "   (returned NULL / threw)" : ""));
+    line("unknown frees", integer(s.unknown_frees) + (s.unknown_frees ? "   (address not live in the trace)" : ""));
+    line("null frees", integer(s.null_frees));
+    if (s.mismatched_frees) line("mismatched frees", integer(s.mismatched_frees) + "   (e.g. new + free, new[] + delete)");
+    if (s.reused_live) line("lost frees", integer(s.reused_live) + "   (address handed out again while live)");
+    char mean[48];
+    std::snprintf(mean, sizeof mean, "%.1f B", s.allocations ? double(s.bytes_requested) / double(s.allocations) : 0.0);
+    line("bytes requested", bytes(s.bytes_requested) + " (" + integer(s.bytes_requested) + " B), mean " + mean);
+
+    o += "\nPeak\n";
+    line("live bytes", bytes(s.peak_live_bytes) + " (" + integer(s.peak_live_bytes) + " B) at " +
+                           duration(s.peak_bytes_time_ns) + ", event " + integer(s.peak_bytes_event) + ", " +
+                           integer(s.peak_bytes_objects) + " objects live then");
+    line("live objects", integer(s.peak_live_objects) + " at " + duration(s.peak_objects_time_ns) + ", event " +
+                             integer(s.peak_objects_event));
+    line("never freed", integer(s.never_freed) + " objects, " + bytes(s.never_freed_bytes));
+
+    o += "\nSmall objects\n";
+    line("<= 64 B", percent(s.small64, s.allocations) + " of allocations (" + integer(s.small64) + "), " +
+                        percent(s.small64_bytes, s.bytes_requested) + " of bytes");
+    line("<= 256 B", percent(s.small256, s.allocations) + " of allocations (" + integer(s.small256) + "), " +
+                         percent(s.small256_bytes, s.bytes_requested) + " of bytes");
+    if (s.small64)
+        line("glibc estimate", "the <= 64 B objects take ~" + bytes(s.small64_glibc_bytes) + " in glibc malloc chunks for " +
+                                   bytes(s.small64_bytes) + " requested (x" +
+                                   [&] {
+                                       char b[16];
+                                       std::snprintf(b, sizeof b, "%.2f",
+                                                     s.small64_bytes ? double(s.small64_glibc_bytes) / double(s.small64_bytes)
+                                                                     : 0.0);
+                                       return std::string(b);
+                                   }() +
+                                   ")");
+    if (!s.top_sizes.empty()) {
+        std::string ts;
+        for (std::size_t k = 0; k < s.top_sizes.size() && k < 8; ++k)
+            ts += (k ? ", " : "") + std::to_string(s.top_sizes[k].size) + " B x" + integer(s.top_sizes[k].count) + " (" +
+                  percent(s.top_sizes[k].count, s.allocations) + ")";
+        line("top sizes", ts);
+    }
+
+    o += "\nSize histogram (power-of-two buckets)\n";
+    if (s.histogram.empty()) o += "  (no allocations)\n";
+    else {
+        o += "  " + pad("size (B)", 22, false) + pad("count", 14) + pad("%", 8) + pad("bytes", 12) + pad("%", 8) + "\n";
+        std::uint64_t maxc = 0;
+        for (const auto& b : s.histogram) maxc = std::max(maxc, b.count);
+        for (const auto& b : s.histogram)
+            o += "  " + pad(size_range(b.lo, b.hi), 22, false) + pad(integer(b.count), 14) +
+                 pad(percent(b.count, s.allocations), 8) + pad(bytes(b.bytes), 12) +
+                 pad(percent(b.bytes, s.bytes_requested), 8) + "  " + bar(b.count, maxc) + "\n";
+        o += "  top exact sizes:\n";
+        o += "  " + pad("size (B)", 22, false) + pad("count", 14) + pad("%", 8) + "\n";
+        for (std::size_t k = 0; k < s.top_sizes.size() && k < 10; ++k)
+            o += "  " + pad(std::to_string(s.top_sizes[k].size), 22, false) + pad(integer(s.top_sizes[k].count), 14) +
+                 pad(percent(s.top_sizes[k].count, s.allocations), 8) + "\n";
+    }
+
+    o += "\nLifetimes (" + integer(s.freed_objects) + " freed objects; " + integer(s.never_freed) + " never freed)\n";
+    if (s.freed_objects == 0) o += "  (no object was freed)\n";
+    else {
+        line("median", duration(s.median_lifetime_ns) + ", " + integer(s.median_lifetime_allocs) +
+                           " allocations in between");
+        line("short-lived", percent(s.short_lived_ns_count, s.freed_objects) + " freed within " +
+                                duration(s.short_lived_ns) + ", " + percent(s.short_lived_allocs_count, s.freed_objects) +
+                                " freed before " + integer(s.short_lived_allocs) + " more allocations");
+        o += "  " + pad("lifetime", 24, false) + pad("objects", 14) + pad("%", 8) + "     " +
+             pad("allocations in between", 24, false) + pad("objects", 14) + pad("%", 8) + "\n";
+        const std::size_t rows = std::max(s.lifetime_ns.size(), s.lifetime_allocs.size());
+        for (std::size_t k = 0; k < rows; ++k) {
+            std::string left(46, ' '), right;
+            if (k < s.lifetime_ns.size()) {
+                const auto& b = s.lifetime_ns[k];
+                left = pad(ns_range(b), 24, false) + pad(integer(b.count), 14) + pad(percent(b.count, s.freed_objects), 8);
+            }
+            if (k < s.lifetime_allocs.size()) {
+                const auto& b = s.lifetime_allocs[k];
+                if (b.count == 0 && b.lo > 0 && k >= s.lifetime_ns.size()) {
+                    // Skip empty tail rows beyond the ns table.
+                    bool any = false;
+                    for (std::size_t q = k; q < s.lifetime_allocs.size(); ++q) any |= s.lifetime_allocs[q].count > 0;
+                    if (!any) break;
+                }
+                right = pad(alloc_range(b), 24, false) + pad(integer(b.count), 14) + pad(percent(b.count, s.freed_objects), 8);
+            }
+            o += "  " + left + "     " + right + "\n";
+        }
+    }
+
+    o += "\nThreads\n";
+    if (s.threads.empty()) o += "  (none)\n";
+    else {
+        o += "  " + pad("thread", 8) + pad("os tid", 10) + pad("events", 14) + pad("allocations", 14) + pad("bytes", 12) +
+             pad("frees", 14) + "\n";
+        for (const auto& th : s.threads)
+            o += "  " + pad(std::to_string(th.thread), 8) + pad(std::to_string(th.os_tid), 10) + pad(integer(th.events), 14) +
+                 pad(integer(th.allocations), 14) + pad(bytes(th.bytes), 12) + pad(integer(th.frees), 14) + "\n";
+    }
+
+    const std::size_t n = std::min(top, s.sites.size());
+    o += "\nTop " + std::to_string(n) + " call sites by count (of " + integer(s.sites.size()) + " sites)\n";
+    if (n) {
+        std::vector<std::size_t> idx(n);
+        for (std::size_t i = 0; i < n; ++i) idx[i] = i;
+        o += site_table(s, syms, idx);
+    } else o += "  (none)\n";
+    o += "\nTop " + std::to_string(n) + " call sites by bytes\n";
+    if (n) o += site_table(s, syms, sites_by_bytes(s, n));
+    else o += "  (none)\n";
+    return o;
+}
+
+struct html_options {
+    std::string title = "allotheque-trace summary";
+    std::string trace_path;
+    std::size_t max_sites = 5000;  // sites embedded in the page (top by count and by bytes)
+};
+
+// Defined in html_report.hpp (included at the end of this header).
+inline std::string html_report(const summary& s, const std::vector<symbol>& syms, const html_options& opt = {});
+
+// --- the command -----------------------------------------------------------
+
+inline int summary_usage(std::FILE* out, int status) {
+    std::fputs("usage: allotheque-trace summary [--top N] [--html FILE] [--allow-truncated] [--no-symbols] TRACE\n"
+               "  --top N            call sites listed by count and by bytes (default 10)\n"
+               "  --html FILE        also write a self-contained HTML report (sortable,\n"
+               "                     filterable call-site table, live-memory plots)\n"
+               "  --allow-truncated  summarise what a killed program left (no END record)\n"
+               "  --no-symbols       do not run addr2line: sites as module+0xoffset\n",
+               out);
+    return status;
+}
+
+// The whole `summary` command; text report on `out`, errors on `err`.
+inline int summary_main(int argc, char** argv, std::FILE* out, std::FILE* err) {
+    std::size_t top = 10;
+    std::string html_path, trace_path;
+    bool allow_truncated = false, symbols = true;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&](const char* name) -> const char* {
+            if (i + 1 >= argc) {
+                std::fprintf(err, "allotheque-trace summary: %s needs a value\n", name);
+                return nullptr;
+            }
+            return argv[++i];
+        };
+        if (a == "--help" || a == "-h") return summary_usage(out, 0);
+        if (a == "--top") {
+            const char* v = value("--top");
+            if (!v) return 2;
+            char* end = nullptr;
+            const long long k = std::strtoll(v, &end, 10);
+            if (!*v || *end || k < 0) {
+                std::fprintf(err, "allotheque-trace summary: --top takes a non-negative number, not '%s'\n", v);
+                return 2;
+            }
+            top = static_cast<std::size_t>(k);
+        } else if (a == "--html") {
+            const char* v = value("--html");
+            if (!v) return 2;
+            html_path = v;
+        } else if (a == "--allow-truncated") {
+            allow_truncated = true;
+        } else if (a == "--no-symbols") {
+            symbols = false;
+        } else if (a == "--") {
+            if (i + 1 < argc) trace_path = argv[++i];
+        } else if (!a.empty() && a[0] == '-') {
+            std::fprintf(err, "allotheque-trace summary: unknown option '%s'\n", a.c_str());
+            return summary_usage(err, 2);
+        } else if (trace_path.empty()) {
+            trace_path = a;
+        } else {
+            std::fprintf(err, "allotheque-trace summary: only one trace, please ('%s' and '%s')\n", trace_path.c_str(),
+                         a.c_str());
+            return 2;
+        }
+    }
+    if (trace_path.empty()) {
+        std::fputs("allotheque-trace summary: no trace given\n", err);
+        return summary_usage(err, 2);
+    }
+    try {
+        trace::read_options ro;
+        ro.allow_truncated = allow_truncated;
+        const trace::trace t = trace::read_trace(trace_path, ro);
+        if (!t.truncation.empty())
+            std::fprintf(err, "allotheque-trace summary: warning: %s; summarising what was recorded\n",
+                         t.truncation.c_str());
+        const summary s = summarise(t);
+        symbolize_stats st;
+        const auto syms = symbolize_sites(s, t.maps, symbols, &st);
+        if (!st.failed.empty()) {
+            std::string list;
+            for (const auto& m : st.failed) list += (list.empty() ? "" : ", ") + m;
+            std::fprintf(err,
+                         "allotheque-trace summary: note: no symbols for %zu module(s) (missing, changed since the "
+                         "trace, or addr2line failed; their sites show as module+offset): %s\n",
+                         st.failed.size(), list.c_str());
+        }
+        const std::string text = format_text(s, syms, top, trace_path);
+        std::fwrite(text.data(), 1, text.size(), out);
+        if (!html_path.empty()) {
+            html_options ho;
+            ho.title = "allotheque-trace summary: " + (s.exe.empty() ? trace_path : s.exe);
+            ho.trace_path = trace_path;
+            const std::string page = html_report(s, syms, ho);
+            std::ofstream f(html_path, std::ios::binary | std::ios::trunc);
+            if (!f || !f.write(page.data(), std::streamsize(page.size())) || !f.flush()) {
+                std::fprintf(err, "allotheque-trace summary: cannot write '%s'\n", html_path.c_str());
+                return 1;
+            }
+            std::fprintf(err, "allotheque-trace summary: HTML report written to %s\n", html_path.c_str());
+        }
+        std::fflush(out);
+        return 0;
+    } catch (const trace::trace_error& e) {
+        std::fprintf(err, "allotheque-trace summary: error: %s\n", e.what());
+        if (!allow_truncated && std::string(e.what()).find("truncated") != std::string::npos)
+            std::fputs("allotheque-trace summary: (use --allow-truncated to summarise what was recorded)\n", err);
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(err, "allotheque-trace summary: error: %s\n", e.what());
+        return 1;
+    }
+}
+
+} // namespace allotheque::tools
+
+#include "html_report.hpp"
+
+#endif

@@ -1,0 +1,338 @@
+// Call sites -> function and file:line (docs/trace.md, "Summarise").
+//
+// A site is a return address in the traced process. The trace's MAPS record
+// (the traced process's /proc/self/maps) says which file was mapped there; the
+// module-relative address is looked up with binutils' addr2line, once per
+// module. The return address points after the call instruction, so the lookup
+// uses site - 1. Whatever cannot be resolved (no MAPS record, a file that is
+// gone or was rebuilt since, no addr2line, no debug info) falls back to
+// "module+0xoffset", never to an error.
+#ifndef ALLOTHEQUE_TOOLS_TRACE_SYMBOLIZE_HPP
+#define ALLOTHEQUE_TOOLS_TRACE_SYMBOLIZE_HPP
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+extern char** environ;
+
+namespace allotheque::tools {
+
+// One frame of a site: the innermost (inlined) function first.
+struct frame {
+    std::string function;  // demangled; empty if unknown
+    std::string file;      // empty if unknown
+    unsigned line = 0;
+};
+
+struct symbol {
+    std::uint64_t address = 0;  // the site: a return address in the traced process
+    std::string module;         // path of the mapped file; empty if none
+    std::uint64_t offset = 0;   // address - module base (what `addr2line -e module` takes, +1)
+    std::vector<frame> frames;  // empty when not symbolised
+
+    const std::string& function() const {
+        static const std::string none;
+        for (const auto& f : frames)
+            if (!f.function.empty()) return f.function;
+        return none;
+    }
+    // "file:line" when known (the innermost frame with a file), else "module+0xoff",
+    // else the raw address.
+    std::string location() const {
+        for (const auto& f : frames)
+            if (!f.file.empty()) return f.file + ":" + std::to_string(f.line);
+        return module_location();
+    }
+    std::string module_location() const {
+        char buf[40];
+        if (module.empty()) {
+            std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(address));
+            return buf;
+        }
+        std::snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(offset));
+        return module_name() + buf;
+    }
+    std::string module_name() const {
+        const auto slash = module.rfind('/');
+        return slash == std::string::npos ? module : module.substr(slash + 1);
+    }
+    // "in outer (file:line) <- outermost (file:line)" for inlined sites, else "".
+    std::string inlined_into() const {
+        std::string s;
+        for (std::size_t i = 1; i < frames.size(); ++i) {
+            if (!s.empty()) s += " <- ";
+            s += frames[i].function.empty() ? std::string("??") : frames[i].function;
+            if (!frames[i].file.empty()) s += " (" + frames[i].file + ":" + std::to_string(frames[i].line) + ")";
+        }
+        return s;
+    }
+    // One line for text reports.
+    std::string display() const {
+        const std::string& fn = function();
+        const std::string loc = location();
+        return fn.empty() ? loc : fn + " (" + loc + ")";
+    }
+};
+
+struct mapping {
+    std::uint64_t start = 0, end = 0, offset = 0, inode = 0;
+    std::string perms, path;
+};
+
+// Parses /proc/PID/maps text: "start-end perms offset dev inode [path]".
+inline std::vector<mapping> parse_maps(std::string_view text) {
+    std::vector<mapping> out;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        std::size_t eol = text.find('\n', pos);
+        if (eol == std::string_view::npos) eol = text.size();
+        const std::string line(text.substr(pos, eol - pos));
+        pos = eol + 1;
+        unsigned long long start = 0, end = 0, offset = 0, inode = 0;
+        char perms[8] = {};
+        char dev[32] = {};
+        int consumed = 0;
+        if (std::sscanf(line.c_str(), "%llx-%llx %7s %llx %31s %llu%n", &start, &end, perms, &offset, dev, &inode,
+                        &consumed) < 6)
+            continue;
+        std::size_t p = static_cast<std::size_t>(consumed);
+        while (p < line.size() && (line[p] == ' ' || line[p] == '\t')) ++p;
+        mapping m{start, end, offset, inode, perms, line.substr(p)};
+        // The kernel appends " (deleted)" to unlinked files.
+        if (m.path.size() > 10 && m.path.ends_with(" (deleted)")) m.path.resize(m.path.size() - 10);
+        if (end > start) out.push_back(std::move(m));
+    }
+    std::sort(out.begin(), out.end(), [](const mapping& a, const mapping& b) { return a.start < b.start; });
+    return out;
+}
+
+struct symbolize_options {
+    bool use_addr2line = true;
+    std::string addr2line = "addr2line";  // looked up on PATH
+};
+
+struct symbolize_stats {
+    std::size_t modules = 0;           // modules with at least one site
+    std::size_t resolved_sites = 0;    // sites with a function or a file
+    std::vector<std::string> failed;   // modules addr2line could not read (missing, changed, no tool)
+};
+
+namespace detail {
+
+// ELF e_type of `path`: 2 = ET_EXEC, 3 = ET_DYN; 0 if not a readable ELF file.
+inline int elf_type(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) return 0;
+    unsigned char h[18] = {};
+    const std::size_t n = std::fread(h, 1, sizeof h, f);
+    std::fclose(f);
+    if (n != sizeof h || h[0] != 0x7f || h[1] != 'E' || h[2] != 'L' || h[3] != 'F') return 0;
+    return h[5] == 2 ? (h[16] << 8 | h[17]) : (h[16] | h[17] << 8);  // EI_DATA: 2 = big-endian
+}
+
+// Runs `tool -a -f -C -i -e file` with the addresses on stdin; returns false if
+// it could not be run or failed.
+inline bool run_addr2line(const std::string& tool, const std::string& file, const std::vector<std::uint64_t>& addrs,
+                          std::string& output) {
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/allotheque-a2l-XXXXXX";
+    std::vector<char> name(tmpl.begin(), tmpl.end());
+    name.push_back('\0');
+    const int in = ::mkstemp(name.data());
+    if (in < 0) return false;
+    ::unlink(name.data());
+    std::string text;
+    char buf[32];
+    for (auto a : addrs) {
+        std::snprintf(buf, sizeof buf, "0x%llx\n", static_cast<unsigned long long>(a));
+        text += buf;
+    }
+    bool ok = true;
+    for (std::size_t done = 0; ok && done < text.size();) {
+        const ssize_t w = ::write(in, text.data() + done, text.size() - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) ok = false;
+        else done += static_cast<std::size_t>(w);
+    }
+    int fds[2] = {-1, -1};
+    if (!ok || ::lseek(in, 0, SEEK_SET) != 0 || ::pipe2(fds, O_CLOEXEC) != 0) {
+        ::close(in);
+        return false;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in, 0);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    std::vector<std::string> args = {tool, "-a", "-f", "-C", "-i", "-e", file};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    const int rc = ::posix_spawnp(&pid, tool.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(in);
+    ::close(fds[1]);
+    if (rc != 0) {
+        ::close(fds[0]);
+        return false;
+    }
+    char chunk[65536];
+    for (;;) {
+        const ssize_t r = ::read(fds[0], chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        output.append(chunk, static_cast<std::size_t>(r));
+    }
+    ::close(fds[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+inline bool parse_hex_line(const std::string& s, std::uint64_t& v) {
+    if (s.size() < 3 || s[0] != '0' || s[1] != 'x') return false;
+    char* end = nullptr;
+    errno = 0;
+    v = std::strtoull(s.c_str() + 2, &end, 16);
+    return errno == 0 && end == s.c_str() + s.size();
+}
+
+// Parses `addr2line -a -f -i` output: for each address, the address line, then
+// (function, file:line) pairs, innermost first.
+inline std::vector<std::vector<frame>> parse_addr2line(const std::string& out, const std::vector<std::uint64_t>& addrs) {
+    std::vector<std::vector<frame>> result(addrs.size());
+    std::vector<std::string> lines;
+    for (std::size_t pos = 0; pos < out.size();) {
+        std::size_t eol = out.find('\n', pos);
+        if (eol == std::string::npos) eol = out.size();
+        lines.push_back(out.substr(pos, eol - pos));
+        pos = eol + 1;
+    }
+    std::size_t k = 0;  // index of the address being read
+    bool started = false;
+    for (std::size_t i = 0; i < lines.size();) {
+        std::uint64_t v = 0;
+        // An address line starts the next address's group.
+        if (parse_hex_line(lines[i], v) && (started ? k + 1 < addrs.size() && v == addrs[k + 1] : v == addrs[0])) {
+            if (started) ++k;
+            started = true;
+            ++i;
+            continue;
+        }
+        if (!started || i + 1 >= lines.size()) break;
+        frame f;
+        f.function = lines[i] == "??" ? std::string() : lines[i];
+        std::string loc = lines[i + 1];
+        if (const auto d = loc.find(" (discriminator"); d != std::string::npos) loc.resize(d);
+        const auto colon = loc.rfind(':');
+        if (colon != std::string::npos) {
+            const std::string file = loc.substr(0, colon);
+            const std::string line = loc.substr(colon + 1);
+            if (file != "??" && !file.empty()) {
+                f.file = file;
+                f.line = static_cast<unsigned>(std::strtoul(line.c_str(), nullptr, 10));
+            }
+        }
+        if (!f.function.empty() || !f.file.empty()) result[k].push_back(std::move(f));
+        i += 2;
+    }
+    return result;
+}
+
+} // namespace detail
+
+// Symbolises `sites` (return addresses) with the mappings in `maps` (the
+// trace's MAPS text). The result is parallel to `sites`.
+inline std::vector<symbol> symbolize(std::string_view maps, const std::vector<std::uint64_t>& sites,
+                                     const symbolize_options& opt = {}, symbolize_stats* stats = nullptr) {
+    std::vector<symbol> out(sites.size());
+    const auto maplist = parse_maps(maps);
+    // Module base = (lowest mapping start of the file) - (its file offset).
+    std::map<std::string, std::uint64_t> base;
+    for (const auto& m : maplist) {
+        if (m.path.empty() || m.path[0] != '/') continue;
+        if (!base.count(m.path)) base[m.path] = m.start - m.offset;  // sorted by start: first is lowest
+    }
+    std::map<std::string, std::vector<std::size_t>> by_module;
+    for (std::size_t i = 0; i < sites.size(); ++i) {
+        symbol& s = out[i];
+        s.address = sites[i];
+        if (sites[i] == 0) continue;
+        const std::uint64_t a = sites[i] - 1;
+        auto it = std::upper_bound(maplist.begin(), maplist.end(), a,
+                                   [](std::uint64_t x, const mapping& m) { return x < m.start; });
+        if (it == maplist.begin()) continue;
+        --it;
+        if (a >= it->end || it->path.empty()) continue;
+        if (it->path[0] != '/') {  // [vdso], [heap], ...
+            s.module = it->path;
+            s.offset = sites[i] - it->start;
+            continue;
+        }
+        s.module = it->path;
+        s.offset = sites[i] - base[it->path];
+        by_module[it->path].push_back(i);
+    }
+    symbolize_stats st;
+    st.modules = by_module.size();
+    for (auto& [path, idx] : by_module) {
+        // A file replaced since the trace was recorded would give wrong names.
+        std::uint64_t inode = 0;
+        for (const auto& m : maplist)
+            if (m.path == path && m.inode) inode = m.inode;
+        struct stat sb {};
+        const bool same_file = ::stat(path.c_str(), &sb) == 0 && (inode == 0 || std::uint64_t(sb.st_ino) == inode);
+        const int type = same_file ? detail::elf_type(path) : 0;
+        if (!opt.use_addr2line) continue;
+        if (type != 2 && type != 3) {
+            st.failed.push_back(path);
+            continue;
+        }
+        std::vector<std::uint64_t> addrs;
+        for (auto i : idx) addrs.push_back(type == 2 ? out[i].address - 1 : out[i].offset - 1);
+        std::vector<std::uint64_t> unique = addrs;
+        std::sort(unique.begin(), unique.end());
+        unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+        std::string text;
+        if (!detail::run_addr2line(opt.addr2line, path, unique, text)) {
+            st.failed.push_back(path);
+            continue;
+        }
+        const auto frames = detail::parse_addr2line(text, unique);
+        for (std::size_t j = 0; j < idx.size(); ++j) {
+            const auto u = std::lower_bound(unique.begin(), unique.end(), addrs[j]) - unique.begin();
+            out[idx[j]].frames = frames[static_cast<std::size_t>(u)];
+        }
+    }
+    for (const auto& s : out)
+        if (!s.frames.empty()) ++st.resolved_sites;
+    if (stats) *stats = std::move(st);
+    return out;
+}
+
+// No lookup at all: module+offset from the maps only.
+inline std::vector<symbol> symbolize_modules_only(std::string_view maps, const std::vector<std::uint64_t>& sites) {
+    symbolize_options o;
+    o.use_addr2line = false;
+    return symbolize(maps, sites, o);
+}
+
+} // namespace allotheque::tools
+
+#endif
