@@ -397,6 +397,40 @@ def micro_tables(micro):
 
 # ---------------------------------------------------------------------------
 
+def run_trace_section(args, bdir, report_dir, scale):
+    """Runs bench/trace/overhead.py and agreement.py; returns (markdown lines, errors)."""
+    here = os.path.join(ROOT, "bench", "trace")
+    tool = os.path.join(bdir, "tools", "allotheque-trace")
+    if not os.access(tool, os.X_OK):
+        return ["## Profiler", "", "skipped: {} not built".format(tool), ""], []
+    md, errors = ["## Profiler (allotheque-trace)", ""], []
+    programs = ["--programs", args.programs] if args.programs else []
+    steps = [
+        ("tracer overhead", "overhead.py", "trace-overhead", "overhead.md",
+         ["--reps", str(args.reps)]),
+        ("replay agreement", "agreement.py", "trace-agreement", "agreement.md",
+         ["--repeat", str(args.reps), "--real-results", os.path.join(report_dir, "results.json")]
+         + (["--allocators", args.allocators] if args.allocators else [])),
+    ]
+    for title, script, sub, out, extra in steps:
+        out_dir = os.path.join(report_dir, sub)
+        cmd = [sys.executable, os.path.join(here, script), "--build-dir", bdir, "--scale", scale,
+               "--out-dir", out_dir] + programs + extra
+        log("\n{}: {}".format(title, " ".join(cmd)))
+        t = time.time()
+        r = subprocess.run(cmd)
+        if r.returncode != 0:
+            errors.append("{} failed (exit {})".format(script, r.returncode))
+            md += ["{}: FAILED (exit {})".format(title, r.returncode), ""]
+            continue
+        with open(os.path.join(out_dir, out)) as f:
+            text = f.read()
+        # Demote the sub-report's headings under this section.
+        text = "\n".join("##" + line if line.startswith("#") else line for line in text.splitlines())
+        md += [text, "", "({}: {:.0f} s; files in {}/)".format(title, time.time() - t, sub), ""]
+    return md, errors
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-dir", default="build/bench")
@@ -418,6 +452,9 @@ def main():
     ap.add_argument("--micro-min-time", type=float, default=0.2, help="--benchmark_min_time, seconds")
     ap.add_argument("--cachegrind", action="store_true", help="D1/LL misses under cachegrind, quick scale, once")
     ap.add_argument("--cachegrind-jobs", type=int, default=2, help="parallel cachegrind runs (counts, not times)")
+    ap.add_argument("--trace", dest="trace", action="store_true", default=True,
+                    help="profiler section (default): tracer overhead and replay-vs-real agreement")
+    ap.add_argument("--no-trace", dest="trace", action="store_false")
     ap.add_argument("--timeout", type=float, default=900)
     args = ap.parse_args()
 
@@ -587,6 +624,18 @@ def main():
         with open(os.path.join(report_dir, "micro.json"), "w") as f:
             json.dump({"alloc_patterns": micro["alloc_patterns"], "kingsley_overhead": micro["kingsley_overhead"],
                        "kingsley_composed_over_plain_geomean": k_ratio, "other": micro["other"]}, f, indent=1)
+    # Profiler section: how much the tracer slows the suite down, and whether
+    # replaying each program's trace ranks the allocators as the runs above
+    # did (bench/trace/*.py; they read this run's results.json).
+    if args.trace:
+        trace_md, trace_errors = run_trace_section(args, bdir, report_dir, scale)
+        errors += trace_errors
+        md += trace_md
+        elapsed = time.time() - t0
+        doc["elapsed_seconds"] = elapsed
+        with open(os.path.join(report_dir, "details.json"), "w") as f:
+            json.dump(doc, f, indent=1)
+
     with open(os.path.join(report_dir, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     log("\nwrote {}/results.json, details.json, report.md and {} plots ({:.0f} s)".format(

@@ -31,25 +31,14 @@
 #include <allotheque/heap.hpp>
 
 #include "policy.hpp"
+#include "process_memory.hpp"
 
 namespace bench {
 
 // Which malloc implementation is mapped into this process: "jemalloc",
 // "mimalloc", "tcmalloc" when one of those libraries is loaded (LD_PRELOAD),
 // otherwise "glibc".
-inline std::string malloc_library() {
-    std::FILE* f = std::fopen("/proc/self/maps", "r");
-    if (!f) return "unknown";
-    std::string found = "glibc";
-    char line[4096];
-    while (std::fgets(line, sizeof line, f)) {
-        if (std::strstr(line, "libjemalloc")) { found = "jemalloc"; break; }
-        if (std::strstr(line, "libmimalloc")) { found = "mimalloc"; break; }
-        if (std::strstr(line, "libtcmalloc")) { found = "tcmalloc"; break; }
-    }
-    std::fclose(f);
-    return found;
-}
+inline std::string malloc_library() { return allotheque::tools::malloc_library(); }
 
 namespace raw {
 

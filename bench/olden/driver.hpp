@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/policies.hpp"
+#include "process_memory.hpp"
 #include "olden/programs.hpp"
 #include "olden/scale.hpp"
 
@@ -44,31 +45,9 @@ int drive_lea_deferred(const options&);
 int drive_kingsley_coalescing(const options&);
 std::vector<std::string> program_names();
 
-// Bytes from a "Name:   123 kB" line of /proc/self/status.
-inline std::size_t proc_status_bytes(const char* key) {
-    std::FILE* f = std::fopen("/proc/self/status", "r");
-    if (!f) return 0;
-    char line[256];
-    std::size_t v = 0;
-    const std::size_t k = std::strlen(key);
-    while (std::fgets(line, sizeof line, f)) {
-        if (std::strncmp(line, key, k) == 0 && line[k] == ':') {
-            v = std::strtoull(line + k + 1, nullptr, 10) * 1024;
-            break;
-        }
-    }
-    std::fclose(f);
-    return v;
-}
-
-// Resets VmHWM to the current RSS (Linux >= 4.0), so the peak measured after
-// the program is the program's, not the ageing phase's.
-inline bool reset_peak_rss() {
-    std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
-    if (!f) return false;
-    const bool ok = std::fputs("5", f) >= 0;
-    return std::fclose(f) == 0 && ok;
-}
+// The same measure as the replay worker's (tools/common/process_memory.hpp).
+using allotheque::tools::proc_status_bytes;
+using allotheque::tools::reset_peak_rss;
 
 inline std::size_t default_age_objects(scale s) { return s == scale::quick ? 200'000 : 2'000'000; }
 

@@ -36,29 +36,12 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LIBDIR = "/usr/lib/x86_64-linux-gnu"
-PRELOAD = {   # as bench/run.py
-    "glibc": None,
-    "jemalloc": LIBDIR + "/libjemalloc.so.2",
-    "mimalloc": LIBDIR + "/libmimalloc.so.2",
-    "tcmalloc": LIBDIR + "/libtcmalloc_minimal.so.4",
-}
-ALL_ALLOCATORS = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "pmr", "kingsley", "quickfit", "velox", "medius",
-                  "defero", "lea", "lea_deferred", "kingsley_coalescing"]
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+# The allocator list, their LD_PRELOAD libraries and the table helpers are
+# bench/run.py's, so a real run here is exactly a bench run.
+from run import ALL_ALLOCATORS, PRELOAD, env_for, fmt, log, table  # noqa: E402,F401
+
 PAGE = 4096
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def env_for(allocator):
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
-    lib = PRELOAD.get(allocator)
-    if lib:
-        env["LD_PRELOAD"] = lib
-    return env
 
 
 # ---------------------------------------------------------------------------
@@ -111,17 +94,6 @@ def scores(res, base="glibc"):
     b = res.get(base) or next(iter(res.values()))
     bt, bm = max(b["seconds"], 1e-6), max(b["peak_os_bytes"], PAGE)
     return {a: (max(r["seconds"], 1e-6) / bt) * (max(r["peak_os_bytes"], PAGE) / bm) for a, r in res.items()}
-
-
-def fmt(x, spec="{:.2f}"):
-    return "-" if x is None else spec.format(x)
-
-
-def table(rows, header):
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = lambda r: "| " + " | ".join(str(x).ljust(w) for x, w in zip(r, widths)) + " |"   # noqa: E731
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    return "\n".join([line(header), sep] + [line(r) for r in rows])
 
 
 # ---------------------------------------------------------------------------
@@ -262,7 +234,9 @@ def report(rows, args, meta):
             "{:.2f}".format(c["replay_over_real_time"].get("glibc") or float("nan")),
         ])
     ok = [c for c in rows if "error" not in c]
-    mean = lambda k: statistics.fmean([c[k] for c in ok if c.get(k) is not None]) if ok else None  # noqa: E731
+    def mean(k):
+        xs = [c[k] for c in ok if c.get(k) is not None]
+        return statistics.fmean(xs) if xs else None   # e.g. rep-to-rep ρ with --repeat 1
     med = lambda k: statistics.median([c[k] for c in ok if c.get(k) is not None]) if ok else None  # noqa: E731
     summary = {
         "programs": len(rows), "compared": len(ok),
