@@ -12,9 +12,7 @@
 // Recommended: the fastest, the leanest, and the best balanced (lowest score).
 #include <fcntl.h>
 #include <poll.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +24,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <allotheque/trace/objects.hpp>
@@ -34,6 +33,7 @@
 #include "commands.hpp"
 #include "process_memory.hpp"
 #include "replay_plan.hpp"
+#include "spawn.hpp"
 
 extern char** environ;
 
@@ -106,44 +106,14 @@ run_output spawn(const std::string& exe, const std::vector<std::string>& args, c
     for (char** e = environ; *e; ++e)
         if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env_store.emplace_back(*e);
     if (!preload.empty()) env_store.push_back("LD_PRELOAD=" + preload);
-    std::vector<char*> envp, argv;
+    std::vector<char*> envp;
     for (auto& s : env_store) envp.push_back(s.data());
     envp.push_back(nullptr);
-    std::vector<std::string> arg_store{exe};
-    arg_store.insert(arg_store.end(), args.begin(), args.end());
-    for (auto& s : arg_store) argv.push_back(s.data());
-    argv.push_back(nullptr);
-
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) {
-        r.out = std::string("pipe: ") + std::strerror(errno);
-        return r;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-    pid_t pid = -1;
-    const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&fa);
-    ::close(fds[1]);
-    if (rc != 0) {
-        ::close(fds[0]);
-        r.out = "cannot run " + exe + ": " + std::strerror(rc);
-        return r;
-    }
-    char buf[4096];
-    for (;;) {
-        const ssize_t n = ::read(fds[0], buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        r.out.append(buf, std::size_t(n));
-    }
-    ::close(fds[0]);
-    int st = 0;
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+    std::vector<std::string> argv{exe};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto sr = spawn_capture(argv, envp.data());
+    r.status = sr.started ? sr.status : -1;
+    r.out = std::move(sr.out);
     return r;
 }
 
@@ -159,27 +129,31 @@ std::optional<double> json_number(const std::string& line, const char* key) {
     return v;
 }
 
-std::string json_line(const std::string& out) {
-    std::string last;
-    std::size_t i = 0;
-    while (i < out.size()) {
+// Calls f(line) for each line of `out`.
+template <class F>
+void for_each_line(const std::string& out, F f) {
+    for (std::size_t i = 0; i < out.size();) {
         std::size_t j = out.find('\n', i);
         if (j == std::string::npos) j = out.size();
-        if (out[i] == '{') last = out.substr(i, j - i);
+        f(std::string_view(out).substr(i, j - i));
         i = j + 1;
     }
+}
+
+std::string json_line(const std::string& out) {
+    std::string last;
+    for_each_line(out, [&](std::string_view l) {
+        if (!l.empty() && l[0] == '{') last = l;
+    });
     return last;
 }
 
+// The last line that is not the JSON result: the worker's message.
 std::string error_text(const std::string& out) {
     std::string msg;
-    std::size_t i = 0;
-    while (i < out.size()) {
-        std::size_t j = out.find('\n', i);
-        if (j == std::string::npos) j = out.size();
-        if (j > i && out[i] != '{') msg = out.substr(i, j - i);  // the last message line
-        i = j + 1;
-    }
+    for_each_line(out, [&](std::string_view l) {
+        if (!l.empty() && l[0] != '{') msg = l;
+    });
     return msg;
 }
 

@@ -11,9 +11,7 @@
 #define ALLOTHEQUE_TOOLS_TRACE_SYMBOLIZE_HPP
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +24,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "spawn.hpp"
 
 extern char** environ;
 
@@ -168,41 +168,14 @@ inline bool run_addr2line(const std::string& tool, const std::string& file, cons
         if (w <= 0) ok = false;
         else done += static_cast<std::size_t>(w);
     }
-    int fds[2] = {-1, -1};
-    if (!ok || ::lseek(in, 0, SEEK_SET) != 0 || ::pipe2(fds, O_CLOEXEC) != 0) {
+    if (!ok || ::lseek(in, 0, SEEK_SET) != 0) {
         ::close(in);
         return false;
     }
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in, 0);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    std::vector<std::string> args = {tool, "-a", "-f", "-C", "-i", "-e", file};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    const int rc = ::posix_spawnp(&pid, tool.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
+    const auto r = spawn_capture({tool, "-a", "-f", "-C", "-i", "-e", file}, environ, in, false, true);
     ::close(in);
-    ::close(fds[1]);
-    if (rc != 0) {
-        ::close(fds[0]);
-        return false;
-    }
-    char chunk[65536];
-    for (;;) {
-        const ssize_t r = ::read(fds[0], chunk, sizeof chunk);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        output.append(chunk, static_cast<std::size_t>(r));
-    }
-    ::close(fds[0]);
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    output = r.out;
+    return r.started && r.status == 0;
 }
 
 inline bool parse_hex_line(const std::string& s, std::uint64_t& v) {
