@@ -67,7 +67,12 @@
 // cancellation point).
 //
 // Event details. Times are rdtsc ticks (CLOCK_MONOTONIC ns elsewhere); each
-// block records (clock, mono_ns) at its flush for calibration. A free is
+// block records (clock, mono_ns) at its flush for calibration. Reading the
+// clock is most of an event's cost (~11 ns of ~13 on this project's VM), so
+// while only one thread has allocated, one event in tr::time_sample_period is
+// stamped and the others repeat the last stamp (block_flag_sampled_time; the
+// reader spreads them between stamps); once a second thread appears, every
+// event is stamped, which keeps cross-thread order exact. A free is
 // recorded before the memory is released, an allocation after it is obtained,
 // so another thread's reuse of the address always comes later in time (a
 // moved realloc is stamped after the call: a reuse of its old block by
@@ -289,6 +294,7 @@ struct tbuf {
     std::byte* limit;                   // an event may start at or before this
     std::uint32_t events;               // events in the buffer
     std::atomic<std::uint8_t> busy;     // the owner is adding an event
+    std::uint8_t unstamped_left;        // events before the next stamped one
     tr::delta_state state;              // after the last event
     // Published by the owner, read by the exit flush.
     std::atomic<std::uint64_t> committed;  // (events << 32) | bytes after data_offset
@@ -304,6 +310,7 @@ struct tbuf {
         pos = data();
         limit = bytes() + buffer_bytes - tr::max_event_bytes;
         events = 0;
+        unstamped_left = 0;  // a block's first event is always stamped
         state = s;
         base = s;
         committed.store(0, std::memory_order_release);
@@ -334,6 +341,11 @@ ino_t out_ino = 0;
 char base_path[PATH_MAX];        // the requested path, absolute
 tr::process_header proc{};       // origin of this process's time axis
 std::uint64_t sequence = 0, events_written = 0, threads_seen = 0;
+// Set (under the lock) when a second thread gets a buffer: from then on every
+// event is stamped. Before, only one in tr::time_sample_period is. A thread
+// that reuses memory another thread freed sees this flag, because the free
+// and the reuse synchronise inside malloc, so its events are stamped exactly.
+std::atomic<bool> many_threads{false};
 tbuf* all_buffers = nullptr;
 tbuf* free_buffers = nullptr;
 tbuf* fork_saved = nullptr;      // the forking thread's buffer, between prepare and parent
@@ -469,6 +481,7 @@ void write_block(tbuf* b, std::uint32_t bytes, std::uint32_t events) noexcept {
     h.thread = b->thread;
     h.os_tid = b->os_tid;
     h.events = events;
+    h.flags = tr::block_flag_sampled_time;
     h.base_time = b->base.time;
     h.base_address = b->base.address;
     h.base_site = b->base.site;
@@ -515,6 +528,7 @@ tbuf* acquire(tls_state& t) noexcept {
     if (!b) return nullptr;
     b->next_free = nullptr;
     if (!t.thread_plus1) t.thread_plus1 = std::uint32_t(++threads_seen);
+    if (threads_seen > 1) many_threads.store(true, std::memory_order_relaxed);
     b->thread = t.thread_plus1 - 1;
     b->os_tid = std::uint32_t(syscall(SYS_gettid));
     b->busy.store(0, std::memory_order_relaxed);
@@ -560,7 +574,16 @@ enum class appended { yes, full };
     }
     // (A branch-free varint encoder measured slower here: the loop's branches
     // predict well, and computed lengths lengthen the dependency chain.)
-    std::byte* p = tr::encode_event(b->pos, b->state, kind, failed, ticks(), address, old_address, size, align_log2,
+    // Sampled time (format.hpp): an unstamped event repeats the last time.
+    std::uint64_t now;
+    if (b->unstamped_left == 0 || many_threads.load(std::memory_order_relaxed)) {
+        now = ticks();
+        b->unstamped_left = tr::time_sample_period - 1;
+    } else {
+        now = b->state.time;
+        --b->unstamped_left;
+    }
+    std::byte* p = tr::encode_event(b->pos, b->state, kind, failed, now, address, old_address, size, align_log2,
                                     sized, site);
     b->pos = p;
     const std::uint32_t n = ++b->events;
@@ -693,6 +716,7 @@ void after_fork_child() noexcept {
     if (out_fd >= 0) close(out_fd);  // the parent's file
     out_fd = -1;
     sequence = events_written = threads_seen = 0;
+    many_threads.store(false, std::memory_order_relaxed);  // the child has one thread
     dropped.store(0, std::memory_order_relaxed);
     if (active.load(std::memory_order_relaxed)) {
         file_pending = true;

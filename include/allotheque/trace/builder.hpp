@@ -39,6 +39,7 @@ public:
             header_.thread = thread;
             header_.os_tid = 1000 + thread;
             header_.sequence = sequence_;
+            header_.flags = flags_;
             state_ = delta_state{};
         }
         std::byte buf[max_event_bytes];
@@ -47,6 +48,13 @@ public:
         ++header_.events;
         header_.clock = header_.mono_ns = time;
         last_time_ = time;
+        return *this;
+    }
+    // Blocks from now on carry these flags (block_flag_sampled_time: an event
+    // repeating the previous time has no stamp of its own).
+    builder& block_flags(std::uint32_t f) {
+        flush();
+        flags_ = f;
         return *this;
     }
     builder& maps(const std::string& text) {
@@ -104,6 +112,7 @@ private:
     block_header header_{};
     delta_state state_{};
     std::uint64_t sequence_ = 0, events_ = 0, last_time_ = 0;
+    std::uint32_t flags_ = 0;
 };
 
 } // namespace allotheque::trace

@@ -18,7 +18,7 @@ inline constexpr char file_magic[8] = {'A', 'T', 'Q', 'T', 'R', 'A', 'C', 'E'};
 // A reader accepts any minor version of its major: newer minors may only add
 // record types, which an older reader skips.
 inline constexpr std::uint16_t format_major = 1;
-inline constexpr std::uint16_t format_minor = 0;
+inline constexpr std::uint16_t format_minor = 1;  // 1.1: block flags (sampled time)
 inline constexpr std::uint32_t file_header_bytes = 32;
 inline constexpr std::uint32_t record_header_bytes = 16;
 // No tracer writes a bigger record; a reader treats a bigger size as corruption
@@ -104,7 +104,7 @@ struct block_header {
     std::uint32_t thread = 0;     // tracer's thread number, 0 = first thread seen
     std::uint32_t os_tid = 0;
     std::uint32_t events = 0;
-    std::uint32_t reserved = 0;
+    std::uint32_t flags = 0;      // block_flag_* (version 1.0: always 0)
     std::uint64_t base_time = 0;  // deltas of the first event are taken from these
     std::uint64_t base_address = 0;
     std::uint64_t base_site = 0;
@@ -112,6 +112,18 @@ struct block_header {
     std::uint64_t mono_ns = 0;
     std::uint64_t sequence = 0;   // global flush order, to detect missing blocks
 };
+
+// Reading the clock costs more than the rest of an event (rdtsc: ~11 ns on a
+// VM), so a tracer may stamp only some events of a single-threaded process.
+// In a block with this flag, an event after the first whose time delta is 0
+// carries no time of its own: a reader places it between its stamped
+// neighbours (one thread) or at the previous stamp (several threads: never
+// later than it happened, so a free is never sorted after the reuse of its
+// address by another thread).
+inline constexpr std::uint32_t block_flag_sampled_time = 1;
+// How the tracer samples: one stamped event in this many while only one
+// thread has allocated; every event once a second thread has.
+inline constexpr std::uint32_t time_sample_period = 8;
 
 // Delta state of one block being written or read.
 struct delta_state {

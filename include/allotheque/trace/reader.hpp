@@ -117,7 +117,8 @@ private:
 };
 
 inline void decode_block(const std::byte* payload, std::uint32_t size, std::uint64_t offset, trace& t,
-                         std::vector<std::uint64_t>& ticks, std::uint64_t& last_clock, std::uint64_t& last_mono) {
+                         std::vector<std::uint64_t>& ticks, std::vector<bool>& unstamped, std::uint64_t& last_clock,
+                         std::uint64_t& last_mono) {
     if (size < block_header::bytes) throw trace_error("block record shorter than its header", offset);
     block_header h;
     std::memcpy(&h, payload, sizeof h);
@@ -137,7 +138,9 @@ inline void decode_block(const std::byte* payload, std::uint32_t size, std::uint
             if (e.align_log2 == 0 || e.align_log2 > 62) c.fail("alignment 2^" + std::to_string(e.align_log2) + " out of range");
         }
         if ((code & flag_sized) && !is_free(e.kind)) c.fail("size flag on an allocation");
-        s.time += std::uint64_t(c.svarint());
+        const std::int64_t dt = c.svarint();
+        s.time += std::uint64_t(dt);
+        unstamped.push_back((h.flags & block_flag_sampled_time) && i > 0 && dt == 0);
         s.address += std::uint64_t(c.svarint());
         e.address = s.address;
         if (is_allocation(e.kind) || (code & flag_sized)) e.size = c.varint();
@@ -175,6 +178,7 @@ inline trace parse_trace(std::span<const std::byte> bytes, read_options opt = {}
     if (header_bytes < file_header_bytes || header_bytes > n) throw trace_error("bad file header size", 12);
 
     std::vector<std::uint64_t> ticks;
+    std::vector<bool> unstamped;
     std::uint64_t start_clock = 0, start_mono = 0, last_clock = 0, last_mono = 0, sequence = 0;
     bool have_process = false;
     std::uint64_t off = header_bytes;
@@ -233,7 +237,8 @@ inline trace parse_trace(std::span<const std::byte> bytes, read_options opt = {}
                                           off);
                 }
                 ++sequence;
-                detail::decode_block(payload, size, off + record_header_bytes, t, ticks, last_clock, last_mono);
+                detail::decode_block(payload, size, off + record_header_bytes, t, ticks, unstamped, last_clock,
+                                     last_mono);
                 break;
             }
             case record_type::end:
@@ -264,6 +269,26 @@ inline trace parse_trace(std::span<const std::byte> bytes, read_options opt = {}
 
     if (last_clock > start_clock && last_mono > start_mono)
         t.ns_per_tick = double(last_mono - start_mono) / double(last_clock - start_clock);
+    // Sampled times (block_flag_sampled_time): with one thread, spread each run
+    // of unstamped events evenly up to the next stamp (or the last clock
+    // reading); with several, they keep the previous stamp.
+    if (t.threads.size() == 1) {
+        const std::size_t n = ticks.size();
+        for (std::size_t i = 0; i < n;) {
+            if (!unstamped[i] || i == 0) {
+                ++i;
+                continue;
+            }
+            std::size_t j = i;
+            while (j < n && unstamped[j]) ++j;
+            const std::uint64_t lo = ticks[i - 1];
+            const std::uint64_t hi = j < n ? ticks[j] : last_clock;
+            if (hi > lo)
+                for (std::size_t k = i; k < j; ++k)
+                    ticks[k] = lo + std::uint64_t(double(hi - lo) * double(k - i + 1) / double(j - i + 1));
+            i = j;
+        }
+    }
     // Threads flush independently: restore the global order by time, keeping
     // each thread's own order for equal stamps.
     std::vector<std::uint32_t> order(t.events.size());
