@@ -3,7 +3,7 @@
 // A trace is a 32-byte file header followed by records; each record is a
 // 16-byte header {type, payload size, checksum} and its payload. Events travel
 // in per-thread blocks, delta-encoded with LEB128 varints, so a typical event
-// takes 8–12 bytes. Everything here is allocation-free: the tracer, which runs
+// takes 5–8 bytes. Everything here is allocation-free: the tracer, which runs
 // inside malloc, uses the encoder; the reader (trace/reader.hpp) decodes.
 #ifndef ALLOTHEQUE_TRACE_FORMAT_HPP
 #define ALLOTHEQUE_TRACE_FORMAT_HPP
