@@ -20,6 +20,7 @@
 
 #include <boost/intrusive/list.hpp>
 
+#include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/containers/adjacency.hpp>
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/heap.hpp>
@@ -33,7 +34,7 @@ template <class P>
 concept block_partition = requires { requires P::manages_blocks; };
 
 template <block_partition P, source S = sbrk_source, heap_options_like Options = heap_options<>>
-class block_heap {
+class block_heap : public detail::throwing_allocate<block_heap<P, S, Options>> {
     using tags = boundary_tags;
     struct link : boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::normal_link>> {
         std::byte* base;
@@ -64,13 +65,6 @@ public:
         if ((a != 0 && (!detail::is_pow2(a) || a > max_alignment)) || n > max_size) return 0;
         if (is_large(n, a)) return detail::round_up(std::max<std::size_t>(n, 1), 16);
         return P::block_for(n) - tags::in_use_overhead;
-    }
-
-    template <request_like R = request>
-    [[nodiscard]] void* allocate(const R& r) {
-        void* p = try_allocate(r);
-        if (!p) throw std::bad_alloc();
-        return p;
     }
 
     template <request_like R = request>

@@ -22,6 +22,7 @@
 
 #include <boost/intrusive/list.hpp>
 
+#include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/containers/partition.hpp>
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/heap_options.hpp>
@@ -39,7 +40,7 @@ struct heap_stats {
 };
 
 template <partition P, source S = sbrk_source, heap_options_like Options = heap_options<>>
-class heap {
+class heap : public detail::throwing_allocate<heap<P, S, Options>> {
     static_assert(P::size_exact,
                   "allotheque::heap: no level of this partition finds chunks of exactly the requested size; a heap "
                   "without splitting needs a size level with match/match_only (and an exact hash), or a size "
@@ -98,13 +99,6 @@ public:
         return s;
     }
     static constexpr bool is_large(std::size_t good) noexcept { return good > Options::large_threshold; }
-
-    template <request_like R = request>
-    [[nodiscard]] void* allocate(const R& r) {
-        void* p = try_allocate(r);
-        if (!p) throw std::bad_alloc();
-        return p;
-    }
 
     template <request_like R = request>
     [[nodiscard]] void* try_allocate(const R& r) noexcept {

@@ -14,13 +14,14 @@
 #include <new>
 #include <utility>
 
+#include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/layers/heap_concept.hpp>
 #include <allotheque/request.hpp>
 
 namespace allotheque::layers {
 
 template <class H, class Mutex = std::mutex>
-class locked {
+class locked : public detail::throwing_allocate<locked<H, Mutex>> {
     static_assert(heap<H>,
                   "allotheque::layers::locked<H>: H does not satisfy allotheque::layers::heap (needs allocate(r), "
                   "try_allocate(r), deallocate(p, r), good_size(n, a) and H::max_alignment)");
@@ -42,12 +43,6 @@ public:
         return parent_.good_size(n, a);   // a pure function of its arguments in every heap: no lock
     }
 
-    template <request_like R = request>
-    [[nodiscard]] void* allocate(const R& r) {
-        void* p = try_allocate(r);
-        if (!p) throw std::bad_alloc();
-        return p;
-    }
     template <request_like R = request>
     [[nodiscard]] void* try_allocate(const R& r) noexcept {
         std::lock_guard g(mutex_);

@@ -41,13 +41,14 @@
 #include <utility>
 #include <vector>
 
+#include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/layers/heap_concept.hpp>
 #include <allotheque/request.hpp>
 
 namespace allotheque::layers {
 
 template <class H>
-class per_thread {
+class per_thread : public detail::throwing_allocate<per_thread<H>> {
     static_assert(heap<H>,
                   "allotheque::layers::per_thread<H>: H does not satisfy allotheque::layers::heap (needs allocate(r), "
                   "try_allocate(r), deallocate(p, r), good_size(n, a) and H::max_alignment)");
@@ -139,12 +140,6 @@ public:
         return g == 0 ? 0 : g - sh.hdr;
     }
 
-    template <request_like R = request>
-    [[nodiscard]] void* allocate(const R& r) {
-        void* p = try_allocate(r);
-        if (!p) throw std::bad_alloc();
-        return p;
-    }
     template <request_like R = request>
     [[nodiscard]] void* try_allocate(const R& r) noexcept {
         const shape sh = shape_of(r.alignment);

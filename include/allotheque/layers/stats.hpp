@@ -38,6 +38,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/layers/heap_concept.hpp>
 #include <allotheque/request.hpp>
 
@@ -80,7 +81,7 @@ inline constexpr unsigned bucket_of(std::size_t n) noexcept {
 } // namespace detail_stats
 
 template <class H, unsigned Flags = stats_flags::all>
-class stats_collector {
+class stats_collector : public detail::throwing_allocate<stats_collector<H, Flags>> {
     static_assert(heap<H>,
                   "allotheque::layers::stats<H>: H does not satisfy allotheque::layers::heap (needs allocate(r), "
                   "try_allocate(r), deallocate(p, r), good_size(n, a) and H::max_alignment)");
@@ -110,12 +111,6 @@ public:
 
     std::size_t good_size(std::size_t n, std::size_t a = 0) const noexcept { return parent_.good_size(n, a); }
 
-    template <request_like R = request>
-    [[nodiscard]] void* allocate(const R& r) {
-        void* p = try_allocate(r);
-        if (!p) throw std::bad_alloc();
-        return p;
-    }
     template <request_like R = request>
     [[nodiscard]] void* try_allocate(const R& r) noexcept {
         void* p = parent_.try_allocate(r);
