@@ -349,18 +349,8 @@ int cmd_replay(int argc, char** argv) {
     }
 
     temp_file plan_file;
-    std::string plan_path;
-    if (!keep_plan.empty()) {
-        plan_path = keep_plan;  // kept: the user asked for it
-        try {
-            rp::write_plan(plan, plan_path);
-        } catch (const rp::plan_error& e) {
-            std::fprintf(stderr, "%s: %s\n", me, e.what());
-            return 1;
-        }
-        plan.ops = {};
-        plan.aux = {};
-    } else {
+    std::string plan_path = keep_plan;  // kept: the user asked for it
+    if (plan_path.empty()) {
         const char* tmp = std::getenv("TMPDIR");
         std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/allotheque-replay-XXXXXX";
         const int fd = ::mkstemp(templ.data());
@@ -371,16 +361,16 @@ int cmd_replay(int argc, char** argv) {
         }
         ::close(fd);
         plan_file.path = plan_path = templ;
-        try {
-            rp::write_plan(plan, plan_path);
-        } catch (const rp::plan_error& e) {
-            std::fprintf(stderr, "%s: %s\n", me, e.what());
-            return 1;
-        }
-        // The CLI's own copy is no longer needed.
-        plan.ops = {};
-        plan.aux = {};
     }
+    try {
+        rp::write_plan(plan, plan_path);
+    } catch (const rp::plan_error& e) {
+        std::fprintf(stderr, "%s: %s\n", me, e.what());
+        return 1;
+    }
+    // The workers read the file; the CLI's own copy is no longer needed.
+    plan.ops = {};
+    plan.aux = {};
 
     // --- run ---------------------------------------------------------------------
     std::vector<row> rows;
