@@ -39,18 +39,21 @@ file(MAKE_DIRECTORY "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 set(build "${WORK_DIR}/build")
 
+# Generator and compiler, for the consumer and for a fresh allotheque tree.
+set(toolchain_args "")
+if(CONSUMER_GENERATOR)
+  list(APPEND toolchain_args -G "${CONSUMER_GENERATOR}")
+endif()
+if(CONSUMER_CXX_COMPILER)
+  list(APPEND toolchain_args -DCMAKE_CXX_COMPILER=${CONSUMER_CXX_COMPILER})
+endif()
+
 set(configure_args
-  -S "${CONSUMER_SOURCE_DIR}" -B "${build}"
+  -S "${CONSUMER_SOURCE_DIR}" -B "${build}" ${toolchain_args}
   -DCMAKE_BUILD_TYPE=${CONSUMER_CONFIG}
   # Only the prefix we install to may satisfy find_package(allotheque).
   -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
   -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF)
-if(CONSUMER_GENERATOR)
-  list(APPEND configure_args -G "${CONSUMER_GENERATOR}")
-endif()
-if(CONSUMER_CXX_COMPILER)
-  list(APPEND configure_args -DCMAKE_CXX_COMPILER=${CONSUMER_CXX_COMPILER})
-endif()
 
 if(MODE MATCHES "^(install|headers_only|component)$")
   set(install_args --prefix "${prefix}" --config ${CONSUMER_CONFIG})
@@ -62,13 +65,7 @@ if(MODE MATCHES "^(install|headers_only|component)$")
   else()
     # A fresh allotheque tree, configured and never built.
     set(installed_tree "${WORK_DIR}/allotheque")
-    set(lib_args -S "${ALLOTHEQUE_SOURCE_DIR}" -B "${installed_tree}")
-    if(CONSUMER_GENERATOR)
-      list(APPEND lib_args -G "${CONSUMER_GENERATOR}")
-    endif()
-    if(CONSUMER_CXX_COMPILER)
-      list(APPEND lib_args -DCMAKE_CXX_COMPILER=${CONSUMER_CXX_COMPILER})
-    endif()
+    set(lib_args -S "${ALLOTHEQUE_SOURCE_DIR}" -B "${installed_tree}" ${toolchain_args})
     if(MODE STREQUAL "headers_only")
       list(APPEND lib_args -DALLOTHEQUE_HEADERS_ONLY=ON)
     else()
