@@ -29,7 +29,7 @@ MODES = {"skip", "namespace", "statements", "check"}
 FRAGMENT_STD_HEADERS = [
     "algorithm", "array", "cstddef", "cstdint", "cstdio", "cstdlib", "deque", "forward_list",
     "functional", "iostream", "list", "map", "memory", "memory_resource", "mutex", "new", "set",
-    "string", "string_view", "thread", "unordered_map", "unordered_set", "utility", "vector",
+    "string", "string_view", "thread", "type_traits", "unordered_map", "unordered_set", "utility", "vector",
 ]
 
 
