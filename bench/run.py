@@ -32,8 +32,9 @@ PRELOAD = {
     "mimalloc": LIBDIR + "/libmimalloc.so.2",
     "tcmalloc": LIBDIR + "/libtcmalloc_minimal.so.4",
 }
+PEERS = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "pmr"]
 HEAPS = ["kingsley", "quickfit", "velox", "medius", "defero", "lea", "lea_deferred", "kingsley_coalescing"]
-ALL_ALLOCATORS = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "pmr"] + HEAPS
+ALL_ALLOCATORS = PEERS + HEAPS
 CACHEGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--LL=33554432,16,64",
               "--cachegrind-out-file=/dev/null"]
 
@@ -269,61 +270,163 @@ def normalised_tables(results, programs, allocators, aged):
     return out
 
 
+# Plot styles, fixed per allocator so that every report and every panel draws
+# an allocator the same way, whatever subset ran: the peers in greys with
+# hollow markers, allotheque's heaps in a qualitative palette (tab10 without
+# its grey) with filled markers. Colour and marker together are unique; legends
+# list the peers first, then the heaps.
+PEER_GREYS = ["#111111", "#3d3d3d", "#636363", "#898989", "#adadad"]
+HEAP_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf"]
+MARKERS = ["o", "s", "^", "v", "D", "P", "X", "*", "h"]
+
+
+def plot_style(allocator):
+    if allocator in PEERS:
+        i = PEERS.index(allocator)
+        return {"color": PEER_GREYS[i % len(PEER_GREYS)], "marker": MARKERS[i % len(MARKERS)], "peer": True}
+    i = HEAPS.index(allocator) if allocator in HEAPS else len(HEAPS)
+    return {"color": HEAP_COLOURS[i % len(HEAP_COLOURS)], "marker": MARKERS[i % len(MARKERS)], "peer": False}
+
+
+def plot_order(allocators):
+    return sorted(allocators, key=lambda a: (0, PEERS.index(a)) if a in PEERS else
+                  (1, HEAPS.index(a) if a in HEAPS else len(HEAPS)))
+
+
+def grouped_legend(fig, entries):
+    """One legend for the figure, right of the plots: the peers, then allotheque's
+    heaps; entries = [(label, allocator, handle)]."""
+    peers = [(h, label) for label, a, h in entries if plot_style(a)["peer"]]
+    heaps = [(h, label) for label, a, h in entries if not plot_style(a)["peer"]]
+    top = 0.98
+    for title, group in (("peers", peers), ("allotheque", heaps)):
+        if not group:
+            continue
+        kw = dict(title=title, loc="upper left", bbox_to_anchor=(1.0, top), frameon=False, fontsize=9,
+                  title_fontsize=9)
+        try:
+            leg = fig.legend([h for h, _ in group], [a for _, a in group], alignment="left", **kw)
+        except TypeError:   # matplotlib < 3.6: title centred
+            leg = fig.legend([h for h, _ in group], [a for _, a in group], **kw)
+        fig.add_artist(leg)
+        fig.canvas.draw()                # the next group starts below this one
+        top = leg.get_window_extent().transformed(fig.transFigure.inverted()).y0 - 0.01
+
+
+def ratio_panel(ax, labels, series, ylabel, title):
+    """Per-label ratios to glibc, one marker per (label, allocator), dodged
+    within the label's slot; series = [(allocator, [ratio or None per label])].
+    Log scale, so 0.5x and 2x sit as far from the glibc line as each other."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    n = len(series)
+    step = 0.8 / max(1, n)
+    for i in range(len(labels)):
+        if i % 2:
+            ax.axvspan(i - 0.5, i + 0.5, color="#f2f2f2", zorder=0)
+    ax.axvspan(len(labels) - 1.5, len(labels) - 0.5, color="#fff4d6", zorder=0)   # the geomean slot
+    ax.axvline(len(labels) - 1.5, color="#999999", linewidth=0.8)
+    baseline = ax.axhline(1.0, color="black", linewidth=1.0, zorder=2)
+    handles = [("glibc = 1", "glibc", baseline)]
+    values = []
+    for j, (a, vals) in enumerate(series):
+        st = plot_style(a)
+        pts = [(i + (j - (n - 1) / 2) * step, v) for i, v in enumerate(vals) if v]
+        values += [v for _, v in pts]
+        h, = ax.plot([x for x, _ in pts], [v for _, v in pts], linestyle="none", marker=st["marker"],
+                     markersize=6.5, color=st["color"], markeredgecolor=st["color"], markeredgewidth=1.3,
+                     markerfacecolor="white" if st["peer"] else st["color"], zorder=3)
+        handles.append((a, a, h))
+    ax.set_yscale("log")
+    lo, hi = min(values + [1.0]), max(values + [1.0])
+    ax.set_ylim(lo / 1.15, hi * 1.15)
+    ticks = (0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100) if hi / lo > 4 else \
+        (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.2, 1.4, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 5)
+    ticks = [t for t in ticks if lo / 1.15 <= t <= hi * 1.15]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: "{:g}".format(v)))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.grid(axis="y", color="#dddddd", linewidth=0.6, zorder=0)
+    ax.set_xlim(-0.5, len(labels) - 0.5)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, ha="right")
+    ax.get_xticklabels()[-1].set_fontweight("bold")
+    ax.set_ylabel(ylabel + " (log scale)")
+    ax.set_title(title)
+    return handles
+
+
 def plots(report_dir, results, programs, allocators, variants, cg):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
     except Exception as e:   # noqa: BLE001
         log("matplotlib unavailable, no plots: {}".format(e))
         return []
     made = []
+    allocators = plot_order(allocators)
     others = [a for a in allocators if a != "glibc"]
-    colors = {a: plt.cm.tab10(i % 10) for i, a in enumerate(allocators)}
 
-    # Figure 10 style: normalised run time per program, grouped bars.
-    fig, axes = plt.subplots(len(variants), 1, figsize=(max(10, len(programs) * 1.1), 4 * len(variants)),
+    # Figure 10 style: normalised run time per program.
+    fig, axes = plt.subplots(len(variants), 1, figsize=(max(11, len(programs) * 1.1), 4.2 * len(variants)),
                              squeeze=False)
+    handles = []
     for ax, (sc, aged) in zip(axes[:, 0], variants):
         idx = {(r["program"], r["allocator"]): r for r in results if r["aged"] == aged and r["scale"] == sc}
-        labels = programs + ["geomean"]
-        width = 0.8 / max(1, len(others))
-        for j, a in enumerate(others):
+        series = []
+        for a in others:
             vals = []
             for p in programs:
                 b, r = idx.get((p, "glibc")), idx.get((p, a))
-                vals.append(r["seconds"] / b["seconds"] if r and b and b["seconds"] > 0 else 0)
-            vals.append(gmean(vals) or 0)
-            ax.bar([i + (j - (len(others) - 1) / 2) * width for i in range(len(labels))], vals, width,
-                   label=a, color=colors[a])
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, rotation=30, ha="right")
-        ax.set_ylabel("run time / glibc")
-        ax.set_title("Olden run time normalised to glibc ({} heap, {} scale)".format("aged" if aged else "fresh", sc))
-        ax.legend(ncol=5, fontsize=8)
+                vals.append(r["seconds"] / b["seconds"] if r and b and b["seconds"] > 0 else None)
+            series.append((a, vals + [gmean(vals)]))
+        handles = ratio_panel(ax, programs + ["geomean"], series, "run time / glibc",
+                              "Olden run time normalised to glibc ({} heap, {} scale)".format(
+                                  "aged" if aged else "fresh", sc))
     fig.tight_layout()
+    grouped_legend(fig, handles)
     path = os.path.join(report_dir, "time.png")
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     made.append(("Run time normalised to glibc (Figure 10 style)", "time.png"))
 
-    # Table 6 style: fragmentation per allocator (mean over programs).
-    fig, ax = plt.subplots(figsize=(9, 4))
+    # Table 6 style: fragmentation per allocator (mean over programs); each
+    # allocator in its own colour, the heap variants told apart by hatching.
+    gap = 0.7   # between the peers and the heaps
+    xs = [i + (gap if not plot_style(a)["peer"] else 0) for i, a in enumerate(allocators)]
+    fig, ax = plt.subplots(figsize=(max(9, len(allocators) * 0.75), 4.2))
     width = 0.8 / len(variants)
+    hatches = ["", "////", "..", "xx"]
+    variant_handles = []
     for j, (sc, aged) in enumerate(variants):
         vals = []
         for a in allocators:
             fr = [r["fragmentation"] for r in results if r["aged"] == aged and r["scale"] == sc and r["allocator"] == a]
             vals.append(100 * (amean(fr) or 0))
-        ax.bar([i + (j - (len(variants) - 1) / 2) * width for i in range(len(allocators))], vals, width,
-               label="{} heap, {}".format("aged" if aged else "fresh", sc))
-    ax.set_xticks(range(len(allocators)))
+        colours = [plot_style(a)["color"] for a in allocators]
+        ax.bar([x + (j - (len(variants) - 1) / 2) * width for x in xs], vals, width,
+               color=colours, alpha=1.0 if j == 0 else 0.55, hatch=hatches[j % len(hatches)],
+               edgecolor=colours, linewidth=0.8, zorder=2)
+        variant_handles.append((Patch(facecolor="#888888", alpha=1.0 if j == 0 else 0.55, edgecolor="#888888",
+                                      hatch=hatches[j % len(hatches)]),
+                                "{} heap, {}".format("aged" if aged else "fresh", sc)))
+    ax.set_xticks(xs)
     ax.set_xticklabels(allocators, rotation=30, ha="right")
+    for label, a in zip(ax.get_xticklabels(), allocators):
+        label.set_color("#555555" if plot_style(a)["peer"] else "black")
+    npeers = sum(1 for a in allocators if plot_style(a)["peer"])
+    if 0 < npeers < len(allocators):
+        ax.axvline((xs[npeers - 1] + xs[npeers]) / 2, color="#999999", linewidth=0.8, linestyle="--")
+    for title, group in (("peers", xs[:npeers]), ("allotheque", xs[npeers:])):
+        if group:
+            ax.text((group[0] + group[-1]) / 2, 1.01, title, transform=ax.get_xaxis_transform(),
+                    ha="center", va="bottom", fontsize=9, color="#444444")
     ax.set_ylabel("fragmentation, % (mean over programs)")
-    ax.set_title("(peak RSS delta - peak requested) / peak requested")
+    ax.set_title("Fragmentation = (peak RSS delta - peak requested) / peak requested", pad=18)
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.legend()
+    ax.grid(axis="y", color="#dddddd", linewidth=0.6, zorder=0)
+    ax.legend([h for h, _ in variant_handles], [t for _, t in variant_handles], fontsize=9)
     fig.tight_layout()
     fig.savefig(os.path.join(report_dir, "fragmentation.png"), dpi=110)
     plt.close(fig)
@@ -333,26 +436,20 @@ def plots(report_dir, results, programs, allocators, variants, cg):
     if cg:
         idx = {(r["program"], r["allocator"]): r for r in cg}
         cprogs = [p for p in programs if (p, "glibc") in idx]
-        fig, axes = plt.subplots(2, 1, figsize=(max(10, len(cprogs) * 1.1), 8), squeeze=False)
+        fig, axes = plt.subplots(2, 1, figsize=(max(11, len(cprogs) * 1.1), 8.4), squeeze=False)
         for ax, key, title in ((axes[0, 0], "d1_misses", "D1 data misses"), (axes[1, 0], "ll_misses", "LL misses")):
-            labels = cprogs + ["geomean"]
-            width = 0.8 / max(1, len(others))
-            for j, a in enumerate(others):
+            series = []
+            for a in others:
                 vals = []
                 for p in cprogs:
                     b, r = idx.get((p, "glibc")), idx.get((p, a))
-                    vals.append(r[key] / b[key] if r and b and b.get(key) and r.get(key) is not None else 0)
-                vals.append(gmean(vals) or 0)
-                ax.bar([i + (j - (len(others) - 1) / 2) * width for i in range(len(labels))], vals, width,
-                       label=a, color=colors[a])
-            ax.axhline(1.0, color="black", linewidth=0.8)
-            ax.set_xticks(range(len(labels)))
-            ax.set_xticklabels(labels, rotation=30, ha="right")
-            ax.set_ylabel("misses / glibc")
-            ax.set_title("{} (cachegrind, quick scale, fresh heap)".format(title))
-            ax.legend(ncol=5, fontsize=8)
+                    vals.append(r[key] / b[key] if r and b and b.get(key) and r.get(key) is not None else None)
+                series.append((a, vals + [gmean(vals)]))
+            handles = ratio_panel(ax, cprogs + ["geomean"], series, "misses / glibc",
+                                  "{} (cachegrind, quick scale, fresh heap)".format(title))
         fig.tight_layout()
-        fig.savefig(os.path.join(report_dir, "locality.png"), dpi=110)
+        grouped_legend(fig, handles)
+        fig.savefig(os.path.join(report_dir, "locality.png"), dpi=110, bbox_inches="tight")
         plt.close(fig)
         made.append(("Cache misses normalised to glibc (Figure 11 style)", "locality.png"))
     return made
