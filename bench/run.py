@@ -4,12 +4,15 @@
 Runs every (Olden program, allocator) in fresh processes of the `olden` runner,
 interleaved across allocators (round-robin within each repetition), takes
 medians, checks that checksums agree, prints tables normalised to glibc and
-writes build/bench-report/{results.json,report.md,*.png}.
+writes build/bench-report/{results.json,report.md,*.png}. The threads section
+runs `threads_bench` (bench/threads) under every malloc, the allotheque malloc
+libraries of the build tree included.
 
     bench/run.py --build-dir build/bench            standard scale, fresh + aged, micro
     bench/run.py --build-dir build/bench --quick    quick scale, fresh + aged, no micro
     bench/run.py --build-dir build/bench --full     the paper's inputs
     bench/run.py ... --cachegrind                   also D1/LL misses under cachegrind (quick scale)
+    bench/run.py ... --threads-only                 only the multi-threaded malloc section (threads_bench)
 """
 import argparse
 import datetime
