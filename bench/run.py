@@ -390,8 +390,21 @@ def threads_tables(rows, allocators, workloads, counts, n):
                  and r.get("cpu_per_wall") is not None] for t in counts]
         body.append([w] + [fmt(statistics.median(v) if v else None) for v in vals])
     body.append(["ideal"] + [fmt(float(min(t, n))) for t in counts])
-    parts.append("### CPU seconds per wall second (median over allocators)\n\n" +
-                 table(body, ["workload"] + ["{} thr".format(t) for t in counts]))
+    text = "### CPU seconds per wall second (median over allocators)\n\n" + \
+        table(body, ["workload"] + ["{} thr".format(t) for t in counts])
+    # The median over allocators is not moved by one allocator's threads
+    # sleeping on its lock: when it is far below the ideal, the machine was shared.
+    short = []
+    for t in counts:
+        v = [r["cpu_per_wall"] for r in rows if r["threads"] == t and r.get("cpu_per_wall") is not None]
+        if v and statistics.median(v) < 0.75 * min(t, n):
+            short.append("{} thr: {:.2f} of {}".format(t, statistics.median(v), min(t, n)))
+    if short:
+        text += ("\n\n**Warning: the runs did not get their CPUs** ({}): another load shared the machine, so "
+                 "throughput is low and noisy, and threads that take turns on fewer cores than they number "
+                 "contend less than on a quiet machine. Compare allocators within this report only; re-run on "
+                 "a quiet machine for scaling figures.".format("; ".join(short)))
+    parts.append(text)
     # Per CPU-second: robust to other load on the machine, but blind to time
     # spent asleep on a lock (that shows in the wall-clock tables only).
     body = []
