@@ -249,10 +249,10 @@ constexpr std::uint32_t burst = 16;
 
 struct server {
     static constexpr std::uint32_t slots_per_thread = 4096;
-    std::uint32_t threads, slots;
+    std::uint32_t slots;
     std::unique_ptr<std::atomic<void*>[]> table;
 
-    explicit server(std::uint32_t t) : threads(t), slots(slots_per_thread * t), table(new std::atomic<void*>[slots]) {}
+    explicit server(std::uint32_t t) : slots(slots_per_thread * t), table(new std::atomic<void*>[slots]) {}
     static std::uint32_t size(rng& r) { return r.below(64) == 0 ? r.between(513, 8192) : r.between(16, 512); }
 
     struct local {};
@@ -313,29 +313,36 @@ struct prodcons {
     void teardown(worker& w, local&) { consume(w); }
 };
 
+// A thread's own working set, allocated through interface A.
+template <api A>
+struct block_set {
+    std::vector<void*> block;
+
+    template <class Size>
+    block_set(worker& w, std::uint32_t n, Size size) : block(n) {
+        for (void*& p : block) p = w.make<A>(size(w.r));
+    }
+    void*& any(rng& r) { return block[r.below(std::uint32_t(block.size()))]; }
+    void free_all(worker& w) {
+        for (void* p : block) w.drop<A>(p);
+    }
+};
+
 struct local_churn {
     static constexpr std::uint32_t working_set = 2048;
     explicit local_churn(std::uint32_t) {}
     static std::uint32_t size(rng& r) { return r.between(16, 256); }
 
-    struct local {
-        std::vector<void*> set;
-    };
-    local setup(worker& w) {
-        local l{std::vector<void*>(working_set)};
-        for (void*& p : l.set) p = w.make<api::c>(size(w.r));
-        return l;
-    }
+    using local = block_set<api::c>;
+    local setup(worker& w) { return local(w, working_set, size); }
     void step(worker& w, local& l) {
         for (std::uint32_t k = 0; k < burst; ++k) {
-            void*& p = l.set[w.r.below(working_set)];
+            void*& p = l.any(w.r);
             w.drop<api::c>(p);
             p = w.make<api::c>(size(w.r));
         }
     }
-    void teardown(worker& w, local& l) {
-        for (void* p : l.set) w.drop<api::c>(p);
-    }
+    void teardown(worker& w, local& l) { l.free_all(w); }
 };
 
 struct mixed {
@@ -352,14 +359,8 @@ struct mixed {
                                                                                    : r.between(8193, 65536);
     }
 
-    struct local {
-        std::vector<void*> set;
-    };
-    local setup(worker& w) {
-        local l{std::vector<void*>(working_set)};
-        for (void*& p : l.set) p = w.make<api::cxx>(size(w.r));
-        return l;
-    }
+    using local = block_set<api::cxx>;
+    local setup(worker& w) { return local(w, working_set, size); }
     void consume(worker& w) {
         for (mailbox& in = inbox[w.id]; void** p = in.front(); in.pop()) w.drop<api::cxx>(*p);
     }
@@ -367,7 +368,7 @@ struct mixed {
         consume(w);
         mailbox& out = inbox[(w.id + 1) % threads];
         for (std::uint32_t k = 0; k < burst; ++k) {
-            void*& slot = l.set[w.r.below(working_set)];
+            void*& slot = l.any(w.r);
             void* old = slot;
             slot = w.make<api::cxx>(size(w.r));
             void** to = w.r.below(handoff_one_in) == 0 ? out.claim() : nullptr;
@@ -381,7 +382,7 @@ struct mixed {
     }
     void teardown(worker& w, local& l) {
         consume(w);
-        for (void* p : l.set) w.drop<api::cxx>(p);
+        l.free_all(w);
     }
 };
 
