@@ -4,15 +4,19 @@
 Runs every (Olden program, allocator) in fresh processes of the `olden` runner,
 interleaved across allocators (round-robin within each repetition), takes
 medians, checks that checksums agree, prints tables normalised to glibc and
-writes build/bench-report/{results.json,report.md,*.png}.
+writes build/bench-report/{results.json,report.md,*.png}. The threads section
+runs `threads_bench` (bench/threads) under every malloc, the allotheque malloc
+libraries of the build tree included.
 
     bench/run.py --build-dir build/bench            standard scale, fresh + aged, micro
     bench/run.py --build-dir build/bench --quick    quick scale, fresh + aged, no micro
     bench/run.py --build-dir build/bench --full     the paper's inputs
     bench/run.py ... --cachegrind                   also D1/LL misses under cachegrind (quick scale)
+    bench/run.py ... --threads-only                 only the multi-threaded malloc section (threads_bench)
 """
 import argparse
 import datetime
+import glob
 import json
 import math
 import os
@@ -43,13 +47,16 @@ def log(msg):
     print(msg, flush=True)
 
 
-def env_for(allocator):
+def env_with_preload(lib):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
-    lib = PRELOAD.get(allocator)
     if lib:
         env["LD_PRELOAD"] = lib
     return env
+
+
+def env_for(allocator):
+    return env_with_preload(PRELOAD.get(allocator))
 
 
 def gmean(xs):
@@ -224,6 +231,330 @@ def run_micro(args, micro_dir):
             else:
                 out["other"].setdefault(name, []).extend(rows)
     return out
+
+
+# ---------------------------------------------------------------------------
+# Threads section: bench/threads/threads.cpp (`threads_bench`) under every
+# malloc, one (workload, threads, allocator) per process.
+# ---------------------------------------------------------------------------
+
+THREAD_WORKLOADS = ["server", "prodcons", "local", "mixed"]
+MALLOC_BASELINES = ["glibc", "jemalloc", "mimalloc", "tcmalloc"]
+
+
+def usable_cpus():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def default_thread_counts(n):
+    """Powers of two up to n, n itself and 2n: 1, 2, 4 on 2 cores; 1 ... 16, 32 on 16."""
+    counts = {n, 2 * n}
+    k = 1
+    while k <= n:
+        counts.add(k)
+        k *= 2
+    return sorted(counts)
+
+
+def threads_allocators(exe, bdir, want, extra_libs):
+    """The mallocs to compare: the baselines whose library exists, then every
+    allotheque malloc library in <build>/src/malloc (liballotheque_malloc*.so)
+    and in extra_libs, named after the heap the library reports
+    (allotheque_malloc_heap_name()). Returns dicts with name, preload,
+    malloc_library and heap: what every run's own report must say."""
+    out = []
+    for a in MALLOC_BASELINES:
+        if a != "glibc" and want is not None and a not in want:
+            continue
+        lib = PRELOAD[a]
+        if lib and not os.path.exists(lib):
+            log("threads: warning: {} not found, {} skipped".format(lib, a))
+            continue
+        out.append({"name": a, "preload": lib, "malloc_library": a, "heap": None})
+    libs = sorted(glob.glob(os.path.join(bdir, "src", "malloc", "liballotheque_malloc*.so"))) + list(extra_libs)
+    found = []
+    for lib in libs:
+        lib = os.path.abspath(lib)
+        try:
+            p = subprocess.run([exe, "--identify"], env=env_with_preload(lib), capture_output=True, text=True,
+                               timeout=30)
+            rec = json.loads(p.stdout)
+        except Exception as e:   # noqa: BLE001 - a library that cannot even start is reported and skipped
+            log("threads: warning: {} does not run ({}), skipped".format(lib, e))
+            continue
+        if rec.get("malloc_library") != "allotheque" or not rec.get("allotheque_heap"):
+            log("threads: warning: {} is not an allotheque malloc (no allotheque_malloc_heap_name), "
+                "skipped".format(lib))
+            continue
+        found.append({"name": "allotheque-" + rec["allotheque_heap"], "preload": lib,
+                      "malloc_library": "allotheque", "heap": rec["allotheque_heap"]})
+    # Two libraries naming the same heap (the configure-time one and its
+    # per-heap twin) keep apart by their file name.
+    for a in found:
+        if sum(b["name"] == a["name"] for b in found) > 1:
+            a["name"] += "@" + os.path.basename(a["preload"])[:-3]
+    for a in found:
+        if a["name"] in {b["name"] for b in out}:
+            continue
+        if want is None or "allotheque" in want or a["name"] in want:
+            out.append(a)
+    return out
+
+
+def run_threads_one(exe, alloc, workload, threads, seconds, timeout, seed):
+    """One run; returns its JSON record with `status` ok, timeout, failed (the
+    program exited non-zero: exit 2 is a verification failure) or
+    wrong-malloc (the library active in the run is not the one asked for)."""
+    cmd = [exe, "--workload", workload, "--threads", str(threads), "--seconds", str(seconds), "--seed", str(seed)]
+    base = {"workload": workload, "threads": threads, "allocator": alloc["name"], "library": alloc["preload"]}
+    try:
+        p = subprocess.run(cmd, env=env_with_preload(alloc["preload"]), capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return dict(base, status="timeout", error="no result after {:.0f} s".format(timeout))
+    if p.returncode != 0:
+        what = "verification failed" if p.returncode == 2 else "exit {}".format(p.returncode)
+        return dict(base, status="failed", error="{}: {}".format(what, p.stderr.strip()[-300:]))
+    rec = json.loads([l for l in p.stdout.splitlines() if l.startswith("{")][-1])
+    rec.update(base, status="ok")
+    if rec.get("malloc_library") != alloc["malloc_library"] or rec.get("allotheque_heap") != alloc["heap"]:
+        rec["status"] = "wrong-malloc"
+        rec["error"] = "active malloc is {}/{}, not {}/{}".format(rec.get("malloc_library"),
+                                                                  rec.get("allotheque_heap"),
+                                                                  alloc["malloc_library"], alloc["heap"])
+    return rec
+
+
+def summarise_threads(runs):
+    groups = {}
+    for r in runs:
+        groups.setdefault((r["workload"], r["threads"], r["allocator"]), []).append(r)
+    rows = []
+    for (workload, threads, allocator), rs in groups.items():
+        ok = [r for r in rs if r["status"] == "ok"]
+        bad = [r for r in rs if r["status"] != "ok"]
+        row = {"workload": workload, "threads": threads, "allocator": allocator, "library": rs[0]["library"],
+               "status": bad[0]["status"] if bad else "ok", "repetitions": len(rs),
+               "ops_per_second": None, "ops_per_second_all": [r["ops_per_second"] for r in ok]}
+        if bad:
+            row["errors"] = sorted({r["error"] for r in bad})
+        if ok:
+            med = lambda k: statistics.median(r[k] for r in ok)   # noqa: E731
+            row.update(ops_per_second=med("ops_per_second"), remote_free_fraction=med("remote_free_fraction"),
+                       peak_rss_bytes=int(med("peak_rss_bytes")),
+                       cpu_per_wall=statistics.median(r["cpu_seconds"] / r["seconds"] for r in ok),
+                       ops_per_cpu_second=statistics.median(r["ops"] / r["cpu_seconds"] for r in ok
+                                                            if r["cpu_seconds"] > 0) if any(
+                           r["cpu_seconds"] > 0 for r in ok) else None,
+                       seconds=ok[0]["seconds_requested"], malloc_library=ok[0]["malloc_library"],
+                       allotheque_heap=ok[0]["allotheque_heap"])
+            if bad:   # a failure anywhere disqualifies the cell: a broken allocator must not score
+                row["ops_per_second"] = row["ops_per_cpu_second"] = None
+        rows.append(row)
+    return rows
+
+
+def threads_tables(rows, allocators, workloads, counts, n):
+    """Markdown tables: Mops/s per workload, the allotheque libraries' ratios
+    to mimalloc and glibc, and the issue-13 targets."""
+    idx = {(r["workload"], r["threads"], r["allocator"]): r for r in rows}
+
+    def ops(w, t, a):
+        r = idx.get((w, t, a))
+        return r["ops_per_second"] if r else None
+
+    def cell(w, t, a):
+        r = idx.get((w, t, a))
+        if r is None:
+            return "-"
+        return fmt(r["ops_per_second"] / 1e6) if r["ops_per_second"] else r["status"]
+
+    def scaling(w, a):
+        lo, hi = ops(w, 1, a), ops(w, n, a)
+        return hi / lo if lo and hi else None
+
+    parts = []
+    for w in workloads:
+        body = [[a] + [cell(w, t, a) for t in counts] + [fmt(scaling(w, a))] for a in allocators]
+        parts.append("### {} (Mops/s: allocations + frees per second, all threads)\n\n".format(w) +
+                     table(body, ["allocator"] + ["{} thr".format(t) for t in counts] +
+                           ["{}→{} thr".format(1, n)]))
+    # Whether the runs had their cores: CPU seconds per wall second, ideally
+    # min(threads, CPUs); less when another load shares the machine or threads
+    # sleep on a lock.
+    body = []
+    for w in workloads:
+        vals = [[r["cpu_per_wall"] for r in rows if r["workload"] == w and r["threads"] == t
+                 and r.get("cpu_per_wall") is not None] for t in counts]
+        body.append([w] + [fmt(statistics.median(v) if v else None) for v in vals])
+    body.append(["ideal"] + [fmt(float(min(t, n))) for t in counts])
+    text = "### CPU seconds per wall second (median over allocators)\n\n" + \
+        table(body, ["workload"] + ["{} thr".format(t) for t in counts])
+    # The median over allocators is not moved by one allocator's threads
+    # sleeping on its lock: when it is far below the ideal, the machine was shared.
+    short = []
+    for t in counts:
+        v = [r["cpu_per_wall"] for r in rows if r["threads"] == t and r.get("cpu_per_wall") is not None]
+        if v and statistics.median(v) < 0.75 * min(t, n):
+            short.append("{} thr: {:.2f} of {}".format(t, statistics.median(v), min(t, n)))
+    if short:
+        text += ("\n\n**Warning: the runs did not get their CPUs** ({}): another load shared the machine, so "
+                 "throughput is low and noisy, and threads that take turns on fewer cores than they number "
+                 "contend less than on a quiet machine. Compare allocators within this report only; re-run on "
+                 "a quiet machine for scaling figures.".format("; ".join(short)))
+    parts.append(text)
+    # Per CPU-second: robust to other load on the machine, but blind to time
+    # spent asleep on a lock (that shows in the wall-clock tables only).
+    body = []
+    for a in allocators:
+        row = [a]
+        for w in workloads:
+            for t in counts:
+                r = idx.get((w, t, a))
+                row.append(fmt(r["ops_per_cpu_second"] / 1e6) if r and r.get("ops_per_cpu_second") else "-")
+        body.append(row)
+    parts.append("### Mops per CPU-second (load-robust; blind to threads asleep on a lock)\n\n" +
+                 table(body, ["allocator"] + ["{} {}".format(w, t) for w in workloads for t in counts]))
+    mine = [a for a in allocators if a.startswith("allotheque-")]
+    checks = []
+    for a in mine:
+        body = []
+        for w in workloads:
+            row = [w]
+            for t in counts:
+                v = ops(w, t, a)
+                mi, gl = ops(w, t, "mimalloc"), ops(w, t, "glibc")
+                row.append("{} / {}".format(fmt(v / mi if v and mi else None), fmt(v / gl if v and gl else None)))
+            row += [fmt(scaling(w, a)), fmt(scaling(w, "glibc"))]
+            body.append(row)
+            for t in (1, 2):
+                if t not in counts:
+                    continue
+                # A target whose reference did not run is left out; one whose
+                # allotheque cell has no number (failed, timed out) is missed.
+                v, mi, gl = ops(w, t, a), ops(w, t, "mimalloc"), ops(w, t, "glibc")
+                if mi:
+                    checks.append((a, w, "{} thr >= 0.8 x mimalloc".format(t), v is not None and v >= 0.8 * mi))
+                if gl:
+                    checks.append((a, w, "{} thr >= glibc".format(t), v is not None and v >= gl))
+            s, g = scaling(w, a), scaling(w, "glibc")
+            if g:
+                checks.append((a, w, "scaling 1→{} >= glibc's".format(n), s is not None and s >= g))
+        parts.append("### {}: throughput / mimalloc / glibc\n\n".format(a) +
+                     table(body, ["workload"] + ["{} thr".format(t) for t in counts] +
+                           ["scaling 1→{}".format(n), "glibc scaling"]))
+    if checks:
+        failed = [c for c in checks if not c[3]]
+        text = "### Issue 13 targets: {} of {} met\n\n".format(len(checks) - len(failed), len(checks))
+        text += "\n".join("- {} {}: {}".format(a, w, what) for a, w, what, _ in failed) if failed else \
+            "all met"
+        parts.append(text)
+    return "\n\n".join(parts)
+
+
+def threads_plot(report_dir, rows, allocators, workloads, counts, n):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:   # noqa: BLE001
+        log("matplotlib unavailable, no threads plot: {}".format(e))
+        return None
+    idx = {(r["workload"], r["threads"], r["allocator"]): r for r in rows}
+    cols = 2 if len(workloads) > 1 else 1
+    nrows = (len(workloads) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(6 * cols, 4 * nrows), squeeze=False)
+    for ax, w in zip(axes.flat, workloads):
+        for i, a in enumerate(allocators):
+            pts = [(t, idx[(w, t, a)]["ops_per_second"] / 1e6) for t in counts
+                   if (w, t, a) in idx and idx[(w, t, a)]["ops_per_second"]]
+            if pts:
+                style = "-" if a.startswith("allotheque-") else "--"
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=a,
+                        color=plt.cm.tab10(i % 10), linewidth=2.2 if a.startswith("allotheque-") else 1.4)
+        ax.axvline(n, color="grey", linestyle=":", linewidth=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(counts)
+        ax.set_xticklabels([str(t) for t in counts])
+        ax.set_xlabel("threads ({} CPUs)".format(n))
+        ax.set_ylabel("Mops/s (allocations + frees)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(w)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(workloads):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    fig.savefig(os.path.join(report_dir, "threads.png"), dpi=110)
+    plt.close(fig)
+    return "threads.png"
+
+
+def run_threads_section(args, bdir, report_dir):
+    """Returns (result rows, every run, markdown lines, errors)."""
+    exe = os.path.join(bdir, "bench", "threads_bench")
+    if not os.access(exe, os.X_OK):
+        return [], [], ["## Threads", "", "skipped: {} not built".format(exe), ""], []
+    n = usable_cpus()
+    counts = sorted({int(c) for c in args.thread_counts.split(",")}) if args.thread_counts else \
+        default_thread_counts(n)
+    if counts[0] < 1:
+        sys.exit("run.py: --thread-counts must be >= 1")
+    workloads = args.threads_workloads.split(",") if args.threads_workloads else list(THREAD_WORKLOADS)
+    unknown = [w for w in workloads if w not in THREAD_WORKLOADS]
+    if unknown:
+        sys.exit("run.py: unknown --threads-workloads {} (known: {})".format(unknown, THREAD_WORKLOADS))
+    want = set(args.allocators.split(",")) if args.allocators else None
+    allocs = threads_allocators(exe, bdir, want, args.threads_lib or [])
+    seconds = args.threads_seconds if args.threads_seconds else (0.1 if args.quick else 0.25)
+    reps = args.threads_reps or args.reps
+    timeout = args.threads_timeout
+    names = [a["name"] for a in allocs]
+    jobs = [(rep, w, t, k) for rep in range(reps) for w in workloads for t in counts for k in range(len(allocs))]
+    log("\nthreads: {} CPUs; threads {}; workloads {}; {} s per run; {} repetitions; {} runs".format(
+        n, counts, " ".join(workloads), seconds, reps, len(jobs)))
+    log("threads: allocators {}".format(" ".join(
+        a["name"] + (" ({})".format(a["preload"]) if a["heap"] else "") for a in allocs)))
+    load_start = os.getloadavg()[0]
+    t0 = time.time()
+    runs = []
+    for i, (rep, w, t, k) in enumerate(jobs, 1):
+        # Round-robin, and the turn order rotates with the repetition, so drift
+        # on the machine and cache warmth from the run before spread evenly.
+        a = allocs[(k + rep) % len(allocs)]
+        rec = run_threads_one(exe, a, w, t, seconds, timeout, seed=rep + 1)
+        rec["rep"] = rep
+        runs.append(rec)
+        head = "[{:4d}/{}] rep {} {:8s} {:2d} thr {:24s}".format(i, len(jobs), rep + 1, w, t, a["name"])
+        if rec["status"] == "ok":
+            log(head + " {:8.2f} Mops/s  remote {:4.0%}  cpu/wall {:4.2f}".format(
+                rec["ops_per_second"] / 1e6, rec["remote_free_fraction"], rec["cpu_seconds"] / rec["seconds"]))
+        else:
+            log(head + " {}: {}".format(rec["status"].upper(), rec["error"]))
+    rows = summarise_threads(runs)
+    errors = sorted({"threads {} {} thr {}: {}".format(r["workload"], r["threads"], r["allocator"], e)
+                     for r in rows for e in r.get("errors", [])})
+    text = threads_tables(rows, names, workloads, counts, n)
+    log("\n" + text)
+    plot = threads_plot(report_dir, rows, names, workloads, counts, n)
+    md = ["## Threads", "",
+          "- programs: `threads_bench` (bench/threads/threads.cpp), one (workload, threads, allocator) per "
+          "process, {} s each, median of {} repetitions, allocators interleaved".format(seconds, reps),
+          "- machine: {} usable CPUs; load average at start / end: {:.1f} / {:.1f}; section time {:.0f} s".format(
+              n, load_start, os.getloadavg()[0], time.time() - t0),
+          "- allocators: " + ", ".join("{} (`{}`)".format(a["name"], a["preload"]) if a["preload"] else a["name"]
+                                       for a in allocs),
+          "- every block is stamped at allocation and checked before its free; a run that fails the check, "
+          "times out ({:.0f} s) or runs under the wrong malloc is an error and has no throughput".format(timeout),
+          ""]
+    if errors:
+        md += ["Errors:", ""] + ["- " + e for e in errors] + [""]
+    md += [text, ""]
+    if plot:
+        md += ["![throughput vs threads]({})".format(plot), ""]
+    return rows, runs, md, errors
 
 
 # ---------------------------------------------------------------------------
@@ -528,6 +859,30 @@ def run_trace_section(args, bdir, report_dir, scale):
     return md, errors
 
 
+def report_preamble():
+    return ["# allotheque benchmark report", "",
+            "- date: {}".format(datetime.datetime.now().isoformat(timespec="seconds")),
+            "- machine: {} ({} CPUs), {}".format(platform.node(), os.cpu_count(), platform.platform())]
+
+
+def threads_only(args, bdir, report_dir):
+    """--threads-only: the threads section alone; results.json holds only its
+    "threads" key."""
+    t0 = time.time()
+    rows, runs, md, errors = run_threads_section(args, bdir, report_dir)
+    with open(os.path.join(report_dir, "results.json"), "w") as f:
+        json.dump({"threads": rows}, f, indent=1)
+    with open(os.path.join(report_dir, "details.json"), "w") as f:
+        json.dump({"threads_runs": runs, "errors": errors, "elapsed_seconds": time.time() - t0}, f, indent=1)
+    with open(os.path.join(report_dir, "report.md"), "w") as f:
+        f.write("\n".join(report_preamble() + [""] + md) + "\n")
+    log("\nwrote {}/results.json, details.json, report.md ({:.0f} s)".format(report_dir, time.time() - t0))
+    if errors:
+        log("ERROR: {} threads cell(s) failed".format(len(errors)))
+        return 1
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-dir", default="build/bench")
@@ -553,6 +908,20 @@ def main():
                     help="profiler section (default): tracer overhead and replay-vs-real agreement")
     ap.add_argument("--no-trace", dest="trace", action="store_false")
     ap.add_argument("--timeout", type=float, default=900)
+    t = ap.add_argument_group("threads section (bench/threads, multi-threaded malloc throughput)")
+    t.add_argument("--threads", dest="threads", action="store_true", default=True, help="run it (default)")
+    t.add_argument("--no-threads", dest="threads", action="store_false")
+    t.add_argument("--threads-only", action="store_true",
+                   help="run only this section (no Olden, micro-benchmarks or profiler)")
+    t.add_argument("--thread-counts", default=None,
+                   help="comma-separated thread counts (default: powers of two up to nproc, nproc, 2 x nproc)")
+    t.add_argument("--threads-workloads", default=None, help="comma-separated subset of " + ",".join(THREAD_WORKLOADS))
+    t.add_argument("--threads-seconds", type=float, default=None,
+                   help="timed window of one run (default 0.25; --quick: 0.1)")
+    t.add_argument("--threads-reps", type=int, default=None, help="repetitions (default: --reps)")
+    t.add_argument("--threads-timeout", type=float, default=30, help="seconds before a run counts as hung")
+    t.add_argument("--threads-lib", action="append", default=None, metavar="PATH",
+                   help="one more allotheque malloc library to compare (repeatable)")
     args = ap.parse_args()
 
     os.chdir(ROOT)
@@ -569,6 +938,8 @@ def main():
     report_dir = args.report_dir or os.path.join(ROOT, "build", "bench-report")
     os.makedirs(report_dir, exist_ok=True)
     bdir = os.path.abspath(args.build_dir)
+    if args.threads_only:
+        return threads_only(args, bdir, report_dir)
     exe = os.path.join(bdir, "bench", "olden")
     if not os.access(exe, os.X_OK):
         sys.exit("run.py: {} not found; build first (cmake --preset bench && cmake --build --preset bench)".format(exe))
@@ -651,25 +1022,27 @@ def main():
     if args.micro:
         micro = run_micro(args, os.path.join(bdir, "bench", "micro"))
     micro_md, k_ratio = micro_tables(micro)
+    threads_rows, threads_runs, threads_md = [], [], []
+    if args.threads:
+        threads_rows, threads_runs, threads_md, threads_errors = run_threads_section(args, bdir, report_dir)
+        errors += threads_errors
     elapsed = time.time() - t0
 
     # ---- console tables and report ----
-    md = ["# allotheque benchmark report", "",
-          "- date: {}".format(datetime.datetime.now().isoformat(timespec="seconds")),
-          "- machine: {} ({} CPUs), {}".format(platform.node(), os.cpu_count(), platform.platform()),
-          "- runs: {}; repetitions: {} (median); concurrent runs: {}".format(vtext, args.reps, args.jobs),
-          "- Olden wall time: {:.0f} s; total: {:.0f} s".format(t_olden, elapsed),
-          "- load average at start / end: {:.1f} / {:.1f} (other work on the machine inflates and scatters "
-          "times)".format(load_start[0], os.getloadavg()[0]),
-          "- malloc baselines: the same binary with LD_PRELOAD; the library active in each run is read from "
-          "/proc/self/maps and checked (column `malloc_library` in results.json)",
-          "- memory: peak_os = VmHWM after the program - VmRSS before it (VmHWM reset via /proc/self/clear_refs "
-          "after ageing), the same measure for every allocator; fragmentation = (peak_os - peak_requested) / "
-          "peak_requested. On an aged heap peak_requested counts the program's bytes only, and holes left by "
-          "ageing can make fragmentation negative.",
-          "- checksums: {}".format("all agree" if not bad else "MISMATCH: " + json.dumps(
-              {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()})),
-          ""]
+    md = report_preamble() + [
+        "- runs: {}; repetitions: {} (median); concurrent runs: {}".format(vtext, args.reps, args.jobs),
+        "- Olden wall time: {:.0f} s; total: {:.0f} s".format(t_olden, elapsed),
+        "- load average at start / end: {:.1f} / {:.1f} (other work on the machine inflates and scatters "
+        "times)".format(load_start[0], os.getloadavg()[0]),
+        "- malloc baselines: the same binary with LD_PRELOAD; the library active in each run is read from "
+        "/proc/self/maps and checked (column `malloc_library` in results.json)",
+        "- memory: peak_os = VmHWM after the program - VmRSS before it (VmHWM reset via /proc/self/clear_refs "
+        "after ageing), the same measure for every allocator; fragmentation = (peak_os - peak_requested) / "
+        "peak_requested. On an aged heap peak_requested counts the program's bytes only, and holes left by "
+        "ageing can make fragmentation negative.",
+        "- checksums: {}".format("all agree" if not bad else "MISMATCH: " + json.dumps(
+            {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()})),
+        ""]
     if errors:
         md += ["## Errors", ""] + ["- " + e for e in errors] + [""]
     for sc, aged in variants:
@@ -707,14 +1080,15 @@ def main():
     md += ["## Plots", ""]
     for title, f in made:
         md += ["### " + title, "", "![{}]({})".format(title, f), ""]
+    md += threads_md
 
     with open(os.path.join(report_dir, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
+        json.dump({"olden": results, "threads": threads_rows}, f, indent=1)
     doc = {"scale": scale, "variants": [{"scale": s, "aged": a} for s, a in variants], "repetitions": args.reps,
            "jobs": args.jobs, "allocators": allocators,
            "programs": programs, "runs": runs, "cachegrind": cg, "micro": micro, "errors": errors,
            "checksum_mismatches": {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()},
-           "kingsley_composed_over_plain": k_ratio, "elapsed_seconds": elapsed}
+           "kingsley_composed_over_plain": k_ratio, "threads_runs": threads_runs, "elapsed_seconds": elapsed}
     with open(os.path.join(report_dir, "details.json"), "w") as f:
         json.dump(doc, f, indent=1)
     if args.micro:
