@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     const tr::timeline tl = tr::resolve(t);
-    const auto s = allotheque::tools::summarise(t, tl);
+    const auto s = allotheque::tools::summarise(t);
     const auto syms = allotheque::tools::symbolize_sites(s, t.maps, false, nullptr);
     (void)allotheque::tools::format_text(s, syms, 10);
     (void)allotheque::tools::html_report(s, syms);
