@@ -2,6 +2,7 @@
 // html_report.hpp) on synthetic traces with known answers.
 #include "catch.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -886,6 +887,105 @@ TEST_CASE("symbolising this test's own code through addr2line", "[trace][summary
     CHECK(syms[0].location().find("test_trace_summary.cpp:") != std::string::npos);
     CHECK(st.resolved_sites == 1);
     CHECK(st.failed.empty());
+}
+
+namespace {
+
+// Runs a command and returns its standard output.
+std::string command_output(const std::string& cmd) {
+    std::FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return {};
+    std::string out;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    ::pclose(p);
+    return out;
+}
+
+struct nm_symbol {
+    std::uint64_t address = 0, size = 0;
+    bool found = false;
+};
+// `name`'s address and size in `file`, from binutils' nm (independent of the
+// ELF reading under test).
+nm_symbol nm_lookup(const std::string& file, const std::string& name) {
+    const std::string out = command_output("nm -S --defined-only '" + file + "' 2>/dev/null");
+    nm_symbol r;
+    for (std::size_t p = 0, e; p < out.size(); p = e + 1) {
+        e = std::min(out.find('\n', p), out.size());
+        const std::string line = out.substr(p, e - p);
+        unsigned long long a = 0, n = 0;
+        char type = 0;
+        char sym[256] = {};
+        if (std::sscanf(line.c_str(), "%llx %llx %c %255s", &a, &n, &type, sym) == 4 && name == sym)
+            return nm_symbol{a, n, true};
+    }
+    return r;
+}
+
+} // namespace
+
+TEST_CASE("stripped code is not named after the exported symbol before it", "[trace][summary][symbols]") {
+#if defined(ALLOTHEQUE_SYMBOL_PROBE) && defined(ALLOTHEQUE_SYMBOL_PROBE_STRIPPED)
+    const std::string full = ALLOTHEQUE_SYMBOL_PROBE, stripped = ALLOTHEQUE_SYMBOL_PROBE_STRIPPED;
+    if (::access("/usr/bin/addr2line", X_OK) != 0 || ::access("/usr/bin/nm", X_OK) != 0) {
+        WARN("binutils (addr2line, nm) are not installed: skipping");
+        return;
+    }
+    // The layout the test needs: the static function starts after the end
+    // of the exported one, and the stripped copy has no symbol for it.
+    const auto exported = nm_lookup(full, "atq_probe_exported");
+    const auto hidden = nm_lookup(full, "atq_probe_hidden");
+    REQUIRE(exported.found);
+    REQUIRE(hidden.found);
+    REQUIRE(hidden.address >= exported.address + exported.size);
+    REQUIRE(hidden.size >= 16);
+    REQUIRE_FALSE(nm_lookup(stripped, "atq_probe_hidden").found);
+    const std::uint64_t inside_hidden = hidden.address + hidden.size / 2;
+    const std::uint64_t inside_exported = exported.address + exported.size / 2;
+    // What addr2line alone says about the stripped file (the bug being fixed).
+    INFO("addr2line: " << command_output("addr2line -f -e '" + stripped + "' 0x" + [&] {
+        char b[32];
+        std::snprintf(b, sizeof b, "%llx", static_cast<unsigned long long>(inside_hidden));
+        return std::string(b);
+    }()));
+
+    // The file mapped at 0x7f0000000000 in a traced process; the sites are
+    // return addresses, one byte past the probed address.
+    auto maps_for = [](const std::string& file) {
+        struct stat sb {};
+        REQUIRE(::stat(file.c_str(), &sb) == 0);
+        return "7f0000000000-7f0000100000 r-xp 00000000 08:01 " + std::to_string(sb.st_ino) + " " + file + "\n";
+    };
+    const std::uint64_t base = 0x7f0000000000;
+    const std::vector<std::uint64_t> sites = {base + inside_hidden + 1, base + inside_exported + 1};
+
+    at::symbolize_stats st;
+    const auto syms = at::symbolize(maps_for(stripped), sites, {}, &st);
+    REQUIRE(syms.size() == 2);
+    CHECK(syms[0].function().empty());
+    char want[64];
+    std::snprintf(want, sizeof want, "libatq_symbol_probe.stripped.so+0x%llx",
+                  static_cast<unsigned long long>(inside_hidden + 1));
+    CHECK(syms[0].display() == want);
+    CHECK(syms[1].function() == "atq_probe_exported");  // inside a symbol: still named
+    CHECK(st.outside_symbols == 1);
+
+    // With its symbol table, the static function has a name and a size.
+    const auto named = at::symbolize(maps_for(full), sites, {}, &st);
+    CHECK(named[0].function() == "atq_probe_hidden");
+    CHECK(named[1].function() == "atq_probe_exported");
+    CHECK(st.outside_symbols == 0);
+
+    // The extents the check uses are nm's sizes.
+    const auto extents = at::detail::symbol_extents(full);
+    CHECK(at::detail::inside_a_symbol(extents, hidden.address));
+    CHECK(at::detail::inside_a_symbol(extents, hidden.address + hidden.size - 1));
+    CHECK_FALSE(at::detail::inside_a_symbol(at::detail::symbol_extents(stripped), inside_hidden));
+    CHECK(at::detail::symbol_extents("/nonexistent").empty());
+#else
+    WARN("built without the probe library (no strip tool): skipping");
+#endif
 }
 
 TEST_CASE("the command: errors, truncation, options", "[trace][summary][cli]") {

@@ -968,6 +968,12 @@ inline int summary_main(int argc, char** argv, std::FILE* out, std::FILE* err) {
                          "trace, or addr2line failed; their sites show as module+offset): %s\n",
                          st.failed.size(), list.c_str());
         }
+        if (st.outside_symbols)
+            std::fprintf(err,
+                         "allotheque-trace summary: note: %zu call site(s) lie outside every symbol of their module "
+                         "(stripped code, e.g. static functions): shown as module+offset, not named after the "
+                         "symbol before them\n",
+                         st.outside_symbols);
         const std::string text = format_text(s, syms, top, trace_path);
         std::fwrite(text.data(), 1, text.size(), out);
         if (!html_path.empty()) {
