@@ -470,6 +470,16 @@ TEST_CASE("replay ranking: leads within the runs' spread are no clear winner", "
     CHECK(text.find("recommended: lea -- ") != std::string::npos);
     CHECK(text.find(", and the fastest") != std::string::npos);
 
+    // Many within the noise: five named, the rest counted.
+    rows.clear();
+    for (int i = 0; i < 8; ++i)
+        rows.push_back(measured("a" + std::to_string(i), {100.0 + i, 90.0 + i, 110.0 + i}, {10, 10, 10}));
+    k = rp::rank(rows);
+    CHECK(k.recommended.tied.size() == 7);
+    text = rp::format_verdicts(k);
+    CHECK(text.find("the scores of a0, a1, a2, a3, a4 and 3 more are within the noise") != std::string::npos);
+    CHECK(text.find("a5 ") == std::string::npos);
+
     // One run each: no noise to compare with, and the report says so.
     rows = {measured("glibc", {100}, {10}), measured("lea", {99}, {10})};
     k = rp::rank(rows);

@@ -178,11 +178,7 @@ std::string json_escape(const std::string& s) {
     return o;
 }
 
-std::string fmt(const char* f, double v) {
-    char b[64];
-    std::snprintf(b, sizeof b, f, v);
-    return b;
-}
+std::string fmt(const char* f, double v) { return rp::format_number(f, v); }
 
 // Removes the plan file however the command ends.
 struct temp_file {

@@ -154,13 +154,18 @@ inline std::string format_number(const char* f, double v) {
     return b;
 }
 
-// "a", "a and b", "a, b and c".
+// Allocators named in a "no clear winner" line (the JSON has them all).
+inline constexpr std::size_t max_named = 5;
+
+// "a", "a and b", "a, b and c", "a, b, c, d, e and 3 more".
 inline std::string name_list(const verdict& v) {
     std::vector<const row*> all{v.best};
     all.insert(all.end(), v.tied.begin(), v.tied.end());
+    const std::size_t shown = std::min(all.size(), max_named);
     std::string s;
-    for (std::size_t i = 0; i < all.size(); ++i)
+    for (std::size_t i = 0; i < shown; ++i)
         s += (i == 0 ? "" : i + 1 == all.size() ? " and " : ", ") + all[i]->name;
+    if (shown < all.size()) s += " and " + std::to_string(all.size() - shown) + " more";
     return s;
 }
 
@@ -181,8 +186,10 @@ inline std::string recommendation(const ranking& k) {
         std::string o = "no clear winner -- the scores of " + name_list(k.recommended) +
                         " are within the noise of each other (" + b.name + " " +
                         detail::range("%.2f", b.score_lo, b.score_hi, 1);
-        for (const row* r : k.recommended.tied) o += ", " + r->name + " " + detail::range("%.2f", r->score_lo, r->score_hi, 1);
-        return o + " over " + detail::runs(k) + "); the lowest median is " + b.name + "'s (" +
+        const auto& tied = k.recommended.tied;
+        for (std::size_t i = 0; i + 1 < max_named && i < tied.size(); ++i)
+            o += ", " + tied[i]->name + " " + detail::range("%.2f", tied[i]->score_lo, tied[i]->score_hi, 1);
+        return o + (tied.size() + 1 > max_named ? ", ..." : "") + " over " + detail::runs(k) + "); the lowest median is " + b.name + "'s (" +
                format_number("%.2f", b.score) + "): any of them will do, or replay with more --repeat to separate them";
     }
     std::string o = b.name + " -- " + format_number("%.2f", b.time_ratio) + "x " + k.base->name + "'s time and " +
@@ -193,6 +200,18 @@ inline std::string recommendation(const ranking& k) {
     else if (&b == k.fastest.best && k.fastest.clear()) o += ", and the fastest";
     else if (&b == k.leanest.best && k.leanest.clear()) o += ", and the leanest";
     return o;
+}
+
+// "LABEL  best (what)" for a clear winner, else "LABEL  no clear winner: a
+// and b are within the noise (a RANGE, b RANGE over N runs)".
+template <class What, class Range>
+std::string title_line(const char* label, const ranking& k, const verdict& v, What what, Range range) {
+    std::string o = std::string(label) + " ";
+    if (v.clear()) return o + v.best->name + " (" + what(*v.best) + ")\n";
+    o += "no clear winner: " + name_list(v) + " are within the noise (" + v.best->name + " " + range(*v.best);
+    for (std::size_t i = 0; i + 1 < max_named && i < v.tied.size(); ++i)
+        o += ", " + v.tied[i]->name + " " + range(*v.tied[i]);
+    return o + (v.tied.size() + 1 > max_named ? ", ..." : "") + " over " + detail::runs(k) + ")\n";
 }
 
 // The three verdict lines (and notes on noise), as printed under the table.
@@ -208,26 +227,18 @@ inline std::string format_verdicts(const ranking& k) {
                              *std::max_element(r.peak.begin(), r.peak.end()), 1e-6);
     };
     std::string o;
-    const row& f = *k.fastest.best;
-    if (k.fastest.clear())
-        o += "fastest:  " + f.name + " (" + format_number("%.3f", f.time_s * 1e3) + " ms, " +
-             format_number("%.2f", f.time_ratio) + "x " + base + ")\n";
-    else {
-        o += "fastest:  no clear winner: " + name_list(k.fastest) + " are within the noise (" + f.name + " " + times(f) +
-             " ms";
-        for (const row* r : k.fastest.tied) o += ", " + r->name + " " + times(*r) + " ms";
-        o += " over " + detail::runs(k) + ")\n";
-    }
-    const row& l = *k.leanest.best;
-    if (k.leanest.clear())
-        o += "leanest:  " + l.name + " (" + format_number("%.2f", l.peak_os / 1e6) + " MB peak, " +
-             format_number("%.2f", l.memory_ratio) + "x " + base + ")\n";
-    else {
-        o += "leanest:  no clear winner: " + name_list(k.leanest) + " are within the noise (" + l.name + " " + peaks(l) +
-             " MB";
-        for (const row* r : k.leanest.tied) o += ", " + r->name + " " + peaks(*r) + " MB";
-        o += " over " + detail::runs(k) + ")\n";
-    }
+    o += title_line("fastest: ", k, k.fastest,
+                    [&](const row& r) {
+                        return format_number("%.3f", r.time_s * 1e3) + " ms, " + format_number("%.2f", r.time_ratio) +
+                               "x " + base;
+                    },
+                    [&](const row& r) { return times(r) + " ms"; });
+    o += title_line("leanest: ", k, k.leanest,
+                    [&](const row& r) {
+                        return format_number("%.2f", r.peak_os / 1e6) + " MB peak, " +
+                               format_number("%.2f", r.memory_ratio) + "x " + base;
+                    },
+                    [&](const row& r) { return peaks(r) + " MB"; });
     o += "recommended: " + recommendation(k) + "\n";
     if (!k.noise_known())
         o += "note: one run per allocator: the noise is unknown, so any lead above may be noise; --repeat 3 or "
