@@ -889,6 +889,7 @@ TEST_CASE("symbolising this test's own code through addr2line", "[trace][summary
     CHECK(st.failed.empty());
 }
 
+#if defined(ALLOTHEQUE_SYMBOL_PROBE) && defined(ALLOTHEQUE_SYMBOL_PROBE_STRIPPED)
 namespace {
 
 // Runs a command and returns its standard output.
@@ -924,6 +925,7 @@ nm_symbol nm_lookup(const std::string& file, const std::string& name) {
 }
 
 } // namespace
+#endif
 
 TEST_CASE("stripped code is not named after the exported symbol before it", "[trace][summary][symbols]") {
 #if defined(ALLOTHEQUE_SYMBOL_PROBE) && defined(ALLOTHEQUE_SYMBOL_PROBE_STRIPPED)
