@@ -62,6 +62,8 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+    if (o.hint.empty()) o.hint = o.workload == "graph" ? "source" : "parent";
+    if (o.container != "hinted") o.hint = "-";   // only the hinted containers pass hints
     const std::string& n = o.allocator;
     if (n == "glibc" || n == "jemalloc" || n == "mimalloc" || n == "tcmalloc" || n == "malloc") return drive_malloc(o);
     if (n == "packed") return drive_packed(o);

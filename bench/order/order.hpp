@@ -45,7 +45,8 @@ struct options {
     std::string workload = "map";   // map | set | graph
     std::string allocator;          // glibc | jemalloc | mimalloc | tcmalloc | velox | medius | packed
     std::string container = "std";  // std | hinted (heaps only)
-    std::string hint = "parent";    // hinted trees: parent | predecessor | successor; graph: source
+    std::string hint;               // hinted trees: parent (default) | predecessor | successor | none;
+                                    // hinted graph: source (default)
     std::string layout = "shared";  // shared | isolated (heaps only: the structure on its own heap)
     std::size_t n = 1'000'000;
     std::size_t lookups = 1'000'000;
