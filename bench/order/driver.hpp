@@ -16,6 +16,7 @@
 #include <allotheque/stl/hinted_map.hpp>
 #include <allotheque/stl/hinted_set.hpp>
 
+#include "common/policies.hpp"
 #include "order/order.hpp"
 
 namespace bench::order {
@@ -26,15 +27,9 @@ int drive_velox(const options&);
 int drive_medius(const options&);
 int drive_room(const options&);
 
-// allocate(n, hint) / deallocate(p, n) over std::malloc; hints ignored.
-struct malloc_mem {
-    void* allocate(std::size_t n, const void*) {
-        void* p = std::malloc(n);
-        if (!p) throw std::bad_alloc();
-        return p;
-    }
-    void deallocate(void* p, std::size_t) noexcept { std::free(p); }
-};
+// allocate(n, hint) / deallocate(p, n) over std::malloc, hints ignored: the
+// policy the Olden runner uses.
+using malloc_mem = bench::raw::malloc_policy;
 
 // A heap over std::malloc (hints ignored), so the hinted containers can run on
 // glibc, jemalloc, mimalloc, tcmalloc: what their node layout and code give
