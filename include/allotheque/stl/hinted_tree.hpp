@@ -20,6 +20,7 @@
 // heap, copy assignment keeps this container's heap, moves steal the nodes when
 // the heaps are the same, swap exchanges nodes and heaps.
 #pragma once
+#include <concepts>
 #include <cstddef>
 #include <functional>
 #include <iterator>
@@ -38,7 +39,8 @@ namespace allotheque {
 
 // Hint policies of hinted_set / hinted_map: given the new node's neighbours
 // (an object with parent(), predecessor() and successor(), each the address of
-// an existing node or nullptr), the address to allocate the node next to.
+// an existing node or nullptr), the address to allocate the node next to. The
+// result is advice: any address (or nullptr) is valid, the heap decides.
 namespace tree_hint {
 struct parent {
     template <class N>
