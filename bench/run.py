@@ -13,6 +13,7 @@ libraries of the build tree included.
     bench/run.py --build-dir build/bench --full     the paper's inputs
     bench/run.py ... --cachegrind                   also D1/LL misses under cachegrind (quick scale)
     bench/run.py ... --threads-only                 only the multi-threaded malloc section (threads_bench)
+    bench/run.py --build-dir build/bench --order-only   only the "order" section (allocation order != traversal)
 """
 import argparse
 import datetime
@@ -881,6 +882,165 @@ def threads_only(args, bdir, report_dir):
         log("ERROR: {} threads cell(s) failed".format(len(errors)))
         return 1
     return 0
+# ---------------------------------------------------------------------------
+# Order section: allocation order != traversal order (bench/order, order_bench)
+# ---------------------------------------------------------------------------
+
+# (label, order_bench arguments). The first malloc run is the baseline rows are divided by.
+ORDER_BASELINE = "mimalloc"
+ORDER_TREE_VARIANTS = [
+    ("glibc", ["--allocator", "glibc"]),
+    ("jemalloc", ["--allocator", "jemalloc"]),
+    ("mimalloc", ["--allocator", "mimalloc"]),
+    ("tcmalloc", ["--allocator", "tcmalloc"]),
+    ("mimalloc, hinted container, no hint", ["--allocator", "mimalloc", "--container", "hinted", "--hint", "none"]),
+    ("velox, std + near_previous", ["--allocator", "velox"]),
+    ("medius, std + near_previous", ["--allocator", "medius"]),
+    ("velox, hinted (parent)", ["--allocator", "velox", "--container", "hinted", "--hint", "parent"]),
+    ("medius, hinted (parent)", ["--allocator", "medius", "--container", "hinted", "--hint", "parent"]),
+    ("velox, hinted (parent), own heap", ["--allocator", "velox", "--container", "hinted", "--hint", "parent",
+                                          "--layout", "isolated"]),
+    ("room prototype, hinted (parent), fill 25 %", ["--allocator", "room", "--container", "hinted", "--hint",
+                                                    "parent", "--fill", "25"]),
+    ("packed (key order, bump arena)", ["--allocator", "packed"]),
+]
+ORDER_GRAPH_VARIANTS = [
+    ("glibc", ["--allocator", "glibc"]),
+    ("jemalloc", ["--allocator", "jemalloc"]),
+    ("mimalloc", ["--allocator", "mimalloc"]),
+    ("tcmalloc", ["--allocator", "tcmalloc"]),
+    ("velox, near_previous", ["--allocator", "velox"]),
+    ("medius, near_previous", ["--allocator", "medius"]),
+    ("velox, hinted", ["--allocator", "velox", "--container", "hinted", "--hint", "source"]),
+    ("medius, hinted", ["--allocator", "medius", "--container", "hinted", "--hint", "source"]),
+    ("room prototype, hinted, fill 25 %", ["--allocator", "room", "--container", "hinted", "--hint", "source",
+                                           "--fill", "25"]),
+    ("packed (BFS order, bump arena)", ["--allocator", "packed"]),
+]
+ORDER_SIZES = {   # per scale: the order_bench size arguments of each workload
+    "quick": {"map": ["--n", "100000", "--lookups", "50000", "--passes", "2"],
+              "set": ["--n", "100000", "--lookups", "50000", "--passes", "2"],
+              "graph": ["--n", "40000", "--roots", "2"]},
+    "standard": {"map": ["--n", "400000", "--lookups", "200000", "--passes", "2"],
+                 "set": ["--n", "400000", "--lookups", "200000", "--passes", "2"],
+                 "graph": ["--n", "150000", "--roots", "2"]},
+    "full": {"map": ["--n", "2000000", "--lookups", "1000000", "--passes", "4"],
+             "set": ["--n", "2000000", "--lookups", "1000000", "--passes", "4"],
+             "graph": ["--n", "1000000", "--roots", "4"]},
+}
+
+
+def run_order_section(args, bdir, scale):
+    """Every (workload, variant) of order_bench `reps` times in fresh processes,
+    variants interleaved within each repetition; medians; checksums must agree
+    within a workload. Returns (markdown lines, details dict, errors)."""
+    exe = os.path.join(bdir, "bench", "order_bench")
+    if not os.access(exe, os.X_OK):
+        return ["## Allocation order != traversal order", "", "skipped: {} not built".format(exe), ""], {}, []
+    workloads = args.order_workloads.split(",")
+    reps = args.order_reps if args.order_reps is not None else (1 if scale == "quick" else 3)
+    jobs = []
+    for rep in range(reps):
+        for w in workloads:
+            for label, extra in (ORDER_GRAPH_VARIANTS if w == "graph" else ORDER_TREE_VARIANTS):
+                allocator = extra[extra.index("--allocator") + 1]
+                if allocator in PRELOAD and PRELOAD[allocator] and not os.path.exists(PRELOAD[allocator]):
+                    continue
+                jobs.append((rep, w, label, allocator, ["--workload", w] + ORDER_SIZES[scale][w] + extra))
+    log("\norder: {} runs ({} workload(s) x variants x {} repetitions), scale {}".format(
+        len(jobs), len(workloads), reps, scale))
+    runs, errors = [], []
+    t0 = time.time()
+    load_start = os.getloadavg()
+    for k, (rep, w, label, allocator, argv) in enumerate(jobs, 1):
+        head = "[{:3d}/{}] rep {} {:5s} {:45s}".format(k, len(jobs), rep + 1, w, label)
+        try:
+            p = subprocess.run([exe] + argv, env=env_for(allocator), capture_output=True, text=True,
+                               timeout=args.timeout)
+            if p.returncode != 0:
+                raise RuntimeError("exit {}: {}".format(p.returncode, p.stderr.strip()[-300:]))
+            rec = json.loads([l for l in p.stdout.splitlines() if l.startswith("{")][-1])
+            if allocator in PRELOAD and rec.get("malloc_library") != allocator:
+                raise RuntimeError("active malloc is {}, not {}".format(rec.get("malloc_library"), allocator))
+        except Exception as e:   # noqa: BLE001 - reported, the section goes on
+            errors.append("order {} {}: {}".format(w, label, e))
+            log(head + " FAILED: {}".format(e))
+            continue
+        rec.update({"rep": rep, "variant": label})
+        runs.append(rec)
+        main_ns = rec["bfs_ns"] if w == "graph" else rec["walk_ns"]
+        log(head + " {:7.1f} ns  rss {:6.1f} MiB  ({:.0f} s)".format(main_ns, rec["peak_rss_delta_bytes"] / 2**20,
+                                                                    time.time() - t0))
+    # Checksums: one per workload, whatever the allocator.
+    bad = {}
+    for w in workloads:
+        sums = {}
+        for r in runs:
+            if r["workload"] == w:
+                sums.setdefault(r["checksum"], set()).add(r["variant"])
+        if len(sums) > 1:
+            bad[w] = {c: sorted(v) for c, v in sums.items()}
+            errors.append("order {}: checksums differ: {}".format(w, json.dumps(bad[w])))
+    summary = {}
+    for r in runs:
+        summary.setdefault((r["workload"], r["variant"]), []).append(r)
+    metrics = ("walk_ns", "lookup_ns", "bfs_ns", "build_ns", "peak_rss_delta_bytes")
+    med = {k: {m: statistics.median(x[m] for x in rs) for m in metrics} for k, rs in summary.items()}
+    # The fastest repetition too: other work on a shared machine only ever adds time.
+    best = {k: {m: min(x[m] for x in rs) for m in metrics} for k, rs in summary.items()}
+    md = ["## Allocation order != traversal order (bench/order)", "",
+          "- {} repetitions, fresh process each, variants interleaved; medians. Times are thread CPU time per "
+          "walked node, per lookup, per scanned edge (bench/README.md); memory is the peak RSS growth of the whole "
+          "run, unrelated allocations included. Ratios are to std containers on {}.".format(reps, ORDER_BASELINE),
+          "- sizes ({} scale): {}".format(scale, "; ".join("{}: {}".format(w, " ".join(ORDER_SIZES[scale][w]))
+                                                          for w in workloads)),
+          "- load average at start / end: {:.1f} / {:.1f}; wall time {:.0f} s".format(
+              load_start[0], os.getloadavg()[0], time.time() - t0),
+          "- checksums: {}".format("all agree within each workload" if not bad else "MISMATCH " + json.dumps(bad)),
+          ""]
+    for w in workloads:
+        base, base_best = med.get((w, ORDER_BASELINE)), best.get((w, ORDER_BASELINE))
+        ratio = lambda v, m: v[m] / base[m] if base and base[m] else None   # noqa: E731
+        best_ratio = lambda label, m: (best[(w, label)][m] / base_best[m]   # noqa: E731
+                                       if base_best and base_best[m] else None)
+        rows = []
+        for label, _ in (ORDER_GRAPH_VARIANTS if w == "graph" else ORDER_TREE_VARIANTS):
+            v = med.get((w, label))
+            if v is None:
+                continue
+            first = summary[(w, label)][0]
+            packed = label.startswith("packed")
+            mem = "-" if packed and w == "graph" else fmt(ratio(v, "peak_rss_delta_bytes"))
+            if w == "graph":
+                rows.append([label, fmt(v["bfs_ns"], "{:.1f}"), fmt(ratio(v, "bfs_ns")),
+                             fmt(best_ratio(label, "bfs_ns")), mem, fmt(v["build_ns"], "{:.0f}"),
+                             fmt(first["same_line"], "{:.2f}"), fmt(first["same_page"], "{:.2f}")])
+            else:
+                rows.append([label, fmt(v["walk_ns"], "{:.1f}"), fmt(ratio(v, "walk_ns")),
+                             fmt(best_ratio(label, "walk_ns")), fmt(v["lookup_ns"], "{:.0f}"),
+                             fmt(ratio(v, "lookup_ns")), fmt(best_ratio(label, "lookup_ns")), mem,
+                             fmt(v["build_ns"], "{:.0f}"), fmt(first["within_256"], "{:.2f}"),
+                             fmt(first["same_page"], "{:.2f}")])
+        if w == "graph":
+            head = ["variant", "BFS ns/edge", "BFS / " + ORDER_BASELINE, "(fastest)", "memory / " + ORDER_BASELINE,
+                    "build ns/edge", "cells: same line", "cells: same page"]
+            title = "graph: breadth-first search, graph built in random edge order"
+        else:
+            head = ["variant", "walk ns/node", "walk / " + ORDER_BASELINE, "(fastest)", "lookup ns",
+                    "lookup / " + ORDER_BASELINE, "(fastest)", "memory / " + ORDER_BASELINE, "build ns/insert",
+                    "neighbours: <256 B", "neighbours: same page"]
+            title = "{}: random-order inserts, in-order walks, random lookups".format(w)
+        text = table(rows, head)
+        log("\norder, {}\n{}".format(title, text))
+        md += ["### " + title, "", text, ""]
+    md += ["Ratios are of medians; `(fastest)` divides the fastest repetitions instead (other work on a shared "
+           "machine only adds time). "
+           "`neighbours`: share of in-order neighbours (graph: consecutive cells of one adjacency list, the node "
+           "included) within 256 bytes / in one 64-byte line / in one 4 KiB page. The packed graph's memory holds "
+           "the original and the copy, so it is not shown.", ""]
+    details = {"scale": scale, "repetitions": reps, "workloads": workloads, "runs": runs,
+               "checksum_mismatches": bad}
+    return md, details, errors
 
 
 def main():
@@ -907,6 +1067,13 @@ def main():
     ap.add_argument("--trace", dest="trace", action="store_true", default=True,
                     help="profiler section (default): tracer overhead and replay-vs-real agreement")
     ap.add_argument("--no-trace", dest="trace", action="store_false")
+    ap.add_argument("--order", dest="order", action="store_true", default=True,
+                    help="order section (default): allocation order != traversal order, bench/order")
+    ap.add_argument("--no-order", dest="order", action="store_false")
+    ap.add_argument("--order-only", action="store_true", help="run the order section alone (order.md, order.json)")
+    ap.add_argument("--order-workloads", default="map,graph", help="comma-separated: map,set,graph")
+    ap.add_argument("--order-reps", type=int, default=None, help="repetitions in the order section (default 3; "
+                    "--quick: 1)")
     ap.add_argument("--timeout", type=float, default=900)
     t = ap.add_argument_group("threads section (bench/threads, multi-threaded malloc throughput)")
     t.add_argument("--threads", dest="threads", action="store_true", default=True, help="run it (default)")
@@ -940,6 +1107,16 @@ def main():
     bdir = os.path.abspath(args.build_dir)
     if args.threads_only:
         return threads_only(args, bdir, report_dir)
+    if args.order_only:
+        md, details, errors = run_order_section(args, bdir, scale)
+        with open(os.path.join(report_dir, "order.md"), "w") as f:
+            f.write("\n".join(["# allotheque benchmark report: order section", ""] + md) + "\n")
+        with open(os.path.join(report_dir, "order.json"), "w") as f:
+            json.dump(details, f, indent=1)
+        log("\nwrote {}/order.md and order.json".format(report_dir))
+        for e in errors:
+            log("ERROR: " + e)
+        return 1 if errors else 0
     exe = os.path.join(bdir, "bench", "olden")
     if not os.access(exe, os.X_OK):
         sys.exit("run.py: {} not found; build first (cmake --preset bench && cmake --build --preset bench)".format(exe))
@@ -1026,6 +1203,10 @@ def main():
     if args.threads:
         threads_rows, threads_runs, threads_md, threads_errors = run_threads_section(args, bdir, report_dir)
         errors += threads_errors
+    order_md, order_details = [], {}
+    if args.order:
+        order_md, order_details, order_errors = run_order_section(args, bdir, scale)
+        errors += order_errors
     elapsed = time.time() - t0
 
     # ---- console tables and report ----
@@ -1077,6 +1258,7 @@ def main():
             md += ["Composed Kingsley / hand-written Kingsley, geometric mean: **{:.3f}**".format(k_ratio), ""]
     made = plots(report_dir, [r for r in results if r.get("seconds") is not None], programs, allocators,
                  variants, cg)
+    md += order_md
     md += ["## Plots", ""]
     for title, f in made:
         md += ["### " + title, "", "![{}]({})".format(title, f), ""]
@@ -1088,7 +1270,8 @@ def main():
            "jobs": args.jobs, "allocators": allocators,
            "programs": programs, "runs": runs, "cachegrind": cg, "micro": micro, "errors": errors,
            "checksum_mismatches": {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()},
-           "kingsley_composed_over_plain": k_ratio, "threads_runs": threads_runs, "elapsed_seconds": elapsed}
+           "kingsley_composed_over_plain": k_ratio, "threads_runs": threads_runs, "order": order_details,
+           "elapsed_seconds": elapsed}
     with open(os.path.join(report_dir, "details.json"), "w") as f:
         json.dump(doc, f, indent=1)
     if args.micro:
