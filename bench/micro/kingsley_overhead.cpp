@@ -92,7 +92,13 @@ void run(benchmark::State& st) {
     BENCHMARK(run<P, random_free<P>>)->Name("random/" label)->Arg(16)->Arg(32)->Arg(64);     \
     BENCHMARK(run<P, churn<P>>)->Name("churn/" label)->Arg(16)->Arg(32)->Arg(64);
 
+// The hand-written twin gives nothing back while it runs; so does this one.
+using kingsley_keeping = raw::heap_policy<
+    allotheque::kingsley_heap<allotheque::arena_source,
+                              allotheque::configured<allotheque::heap_config{.reclaim = allotheque::reclaim_policy::never}>>>;
+
 ALLOTHEQUE_PATTERNS(raw::kingsley_policy, "composed")
+ALLOTHEQUE_PATTERNS(kingsley_keeping, "composed_never")
 ALLOTHEQUE_PATTERNS(plain_kingsley, "plain")
 
 } // namespace

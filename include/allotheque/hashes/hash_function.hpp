@@ -25,4 +25,23 @@ concept size_segregation = requires(std::size_t n) {
     { H::round(n) } -> std::same_as<std::size_t>;
 };
 
+// A size's class index and the chunk size serving it, found together: a heap
+// resolves a request once and hands both down (hash_table reads the index from
+// the request instead of hashing the size again).
+struct size_class {
+    std::size_t size;
+    std::size_t index;
+};
+// Size hashes may compute both in one step (`classify`); the others get
+// round() then index_of().
+template <class H, class Attr>
+constexpr size_class classify_size(std::size_t n) noexcept {
+    if constexpr (requires { H::classify(n); }) {
+        return H::classify(n);
+    } else {
+        const std::size_t s = H::round(n);
+        return {s, static_cast<std::size_t>(H::template index_of<Attr>(s))};
+    }
+}
+
 } // namespace allotheque
