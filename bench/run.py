@@ -804,20 +804,39 @@ def micro_tables(micro):
     ko = micro["kingsley_overhead"]
     ratio = None
     if ko:
+        # Allocators are named "<family>.<variant>": composed (the ready-made
+        # heap), never (the same with reclaim_policy::never) and plain (the
+        # hand-written twin).
         idx = {(r["pattern"], r["size"], r["allocator"]): r.get("ns_per_pair") for r in ko if "pattern" in r}
-        rows, ratios = [], []
+        families = sorted({a.split(".")[0] for (_, _, a) in idx if "." in a})
         order = {"lifo": 0, "random": 1, "churn": 2}
-        for (p, s, a) in sorted(idx, key=lambda k: (order.get(k[0], 9), k[1])):
-            if a != "composed":
-                continue
-            c, h = idx.get((p, s, "composed")), idx.get((p, s, "plain"))
-            rt = c / h if c and h else None
-            ratios.append(rt)
-            rows.append(["{} {} B".format(p, s), fmt(c, "{:.2f}"), fmt(h, "{:.2f}"), fmt(rt, "{:.3f}")])
-        ratio = gmean(ratios)
-        rows.append(["geomean", "", "", fmt(ratio, "{:.3f}")])
-        parts.append("### kingsley_overhead: composed kingsley_heap vs hand-written Kingsley\n\n" +
-                     table(rows, ["pattern", "composed ns", "plain ns", "composed / plain"]))
+        keys = sorted({(p, s) for (p, s, _) in idx}, key=lambda k: (order.get(k[0], 9), k[1]))
+        rows, ratios = [], {}
+        for (p, s) in keys:
+            row = ["{} {} B".format(p, s)]
+            for f in families:
+                h = idx.get((p, s, f + ".plain"))
+                c = idx.get((p, s, f + ".composed"))
+                n = idx.get((p, s, f + ".never"))
+                rc = c / h if c and h else None
+                rn = n / h if n and h else None
+                ratios.setdefault((f, "composed"), []).append(rc)
+                ratios.setdefault((f, "never"), []).append(rn)
+                row += [fmt(c, "{:.2f}"), fmt(h, "{:.2f}"), fmt(rc, "{:.3f}"), fmt(rn, "{:.3f}")]
+            rows.append(row)
+        geo = ["geomean"]
+        for f in families:
+            geo += ["", "", fmt(gmean(ratios.get((f, "composed"), [])), "{:.3f}"),
+                    fmt(gmean(ratios.get((f, "never"), [])), "{:.3f}")]
+        rows.append(geo)
+        head = ["pattern"]
+        for f in families:
+            head += ["{} composed ns".format(f), "{} plain ns".format(f), "{} composed / plain".format(f),
+                     "{} never / plain".format(f)]
+        ratio = {f: {"composed": gmean(ratios.get((f, "composed"), [])), "never": gmean(ratios.get((f, "never"), []))}
+                 for f in families}
+        parts.append("### Composed heaps vs hand-written twins (ns per pair; `never`: reclaim_policy::never, as "
+                     "the twins give nothing back)\n\n" + table(rows, head))
     for name, rows in micro["other"].items():
         t = [[r["name"], fmt(r.get("real_time"), "{:.1f}"), r.get("time_unit", "")] for r in rows]
         parts.append("### {}\n\n".format(name) + table(t, ["benchmark", "real time", "unit"]))
@@ -1254,8 +1273,10 @@ def main():
     if micro_md:
         log("\n" + micro_md)
         md += ["## Micro-benchmarks", "", micro_md, ""]
-        if k_ratio:
-            md += ["Composed Kingsley / hand-written Kingsley, geometric mean: **{:.3f}**".format(k_ratio), ""]
+        for fam, r in (k_ratio or {}).items():
+            md += ["Composed {0} / hand-written {0}, geometric mean over the patterns: **{1}** (default heap), "
+                   "**{2}** (reclaim_policy::never, like the twin)".format(fam, fmt(r["composed"], "{:.3f}"),
+                                                                          fmt(r["never"], "{:.3f}")), ""]
     made = plots(report_dir, [r for r in results if r.get("seconds") is not None], programs, allocators,
                  variants, cg)
     md += order_md
@@ -1270,14 +1291,14 @@ def main():
            "jobs": args.jobs, "allocators": allocators,
            "programs": programs, "runs": runs, "cachegrind": cg, "micro": micro, "errors": errors,
            "checksum_mismatches": {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()},
-           "kingsley_composed_over_plain": k_ratio, "threads_runs": threads_runs, "order": order_details,
+           "composed_over_plain": k_ratio, "threads_runs": threads_runs, "order": order_details,
            "elapsed_seconds": elapsed}
     with open(os.path.join(report_dir, "details.json"), "w") as f:
         json.dump(doc, f, indent=1)
     if args.micro:
         with open(os.path.join(report_dir, "micro.json"), "w") as f:
             json.dump({"alloc_patterns": micro["alloc_patterns"], "kingsley_overhead": micro["kingsley_overhead"],
-                       "kingsley_composed_over_plain_geomean": k_ratio, "other": micro["other"]}, f, indent=1)
+                       "composed_over_plain_geomean": k_ratio, "other": micro["other"]}, f, indent=1)
     # Profiler section: how much the tracer slows the suite down, and whether
     # replaying each program's trace ranks the allocators as the runs above
     # did (bench/trace/*.py; they read this run's results.json).

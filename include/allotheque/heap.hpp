@@ -54,6 +54,7 @@
 #include <allotheque/detail/fail.hpp>
 #include <allotheque/detail/free_marks.hpp>
 #include <allotheque/detail/throwing_allocate.hpp>
+#include <allotheque/hashes/hash_function.hpp>
 #include <allotheque/heap_options.hpp>
 #include <allotheque/request.hpp>
 #include <allotheque/sources/arena_source.hpp>
