@@ -14,7 +14,7 @@
 // Memory goes back while running: when a free leaves a span entirely free, the
 // heap keeps it as its spare if it has none and gives it to the back end
 // otherwise (policy `never`: keeps every span); large blocks go back when
-// freed. The back end keeps up to max(retain_bytes, peak / 16) free pages for
+// freed. The back end keeps up to max(retain_bytes, peak / 8) free pages for
 // reuse and returns the rest to the system. trim() gives everything free back.
 //
 // Guarantees: payloads aligned to 16 bytes (or to the requested alignment, a

@@ -15,7 +15,7 @@
 // Giving memory back (Options: heap_config::reclaim, reclaim_interval_ms,
 // retain_bytes, purge_delay_ms):
 //   - a large block goes back to the back end when freed; the back end keeps
-//     up to max(retain_bytes, peak / 16) free bytes for reuse (the large-block
+//     up to max(retain_bytes, peak / 8) free bytes for reuse (the large-block
 //     cache) and gives older free pages to the system (span_pool.hpp);
 //   - small spans come back when all their chunks are free, found by a sweep:
 //     the partition is drained, its chunks counted per span, whole spans

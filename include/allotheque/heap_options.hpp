@@ -38,13 +38,13 @@ struct heap_config {
     // keeps its spans instead of giving them back and carving them again.
     unsigned reclaim_interval_ms = 1000;
     // Free pages the back end keeps ready for reuse (the large-block cache),
-    // max(retain_bytes, peak / 16); beyond it, free pages go back to the
+    // max(retain_bytes, peak / 8); beyond it, free pages go back to the
     // system: whole source allocations are returned, the rest decommitted (madvise).
     std::size_t retain_bytes = 4 * 1024 * 1024;
     // Free pages beyond that budget go back once they have stayed free this
     // long (so memory freed and taken again at once is never given back and
     // faulted in again), or at once when they pass four times the budget.
-    unsigned purge_delay_ms = 50;
+    unsigned purge_delay_ms = 1000;
     // Chunk sizes are multiples of this (8, or 16 for malloc's alignment).
     std::size_t granularity = 8;
     // Exact-size heaps: mark freed chunks so that a second free aborts with a

@@ -78,7 +78,7 @@ using at::backend::span_state;
 
 constexpr std::size_t min_align = 16;
 using options =
-    at::configured<at::heap_config{.retain_bytes = std::size_t{2} << 20, .granularity = 16, .free_marks = true}>;
+    at::configured<at::heap_config{.granularity = 16, .free_marks = true}>;
 
 #if defined(ALLOTHEQUE_MALLOC_HEAP_LEA)
 using heap_type = at::lea_heap<at::arena_source, options>;

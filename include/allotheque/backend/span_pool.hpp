@@ -8,7 +8,7 @@
 //   give(span)    merged with free neighbours of the same region
 //   extend(span)  grows a span into the free range right after it
 //
-// Freed pages are kept for reuse up to a budget, max(retain_bytes, peak / 16):
+// Freed pages are kept for reuse up to a budget, max(retain_bytes, peak / 8):
 // that is the large-block cache. Pages beyond it are decommitted (oldest
 // first, madvise, where the source can) once they have stayed free for
 // purge_delay_ms, or at once past four times the budget, and regions that are
@@ -181,7 +181,7 @@ public:
         return st;
     }
     // Bytes of free pages the pool keeps for reuse before giving pages back.
-    std::size_t retain_budget() const noexcept { return std::max(cfg.retain_bytes, peak_os_bytes_ / 16); }
+    std::size_t retain_budget() const noexcept { return std::max(cfg.retain_bytes, peak_os_bytes_ / 8); }
 
     S& source() noexcept { return source_; }
     const S& source() const noexcept { return source_; }
@@ -235,7 +235,9 @@ private:
         } else if (free_.dirty_bytes() > budget) {
             decommit_down_to(budget, now >= cfg.purge_delay_ms ? now - cfg.purge_delay_ms + 1 : 0);
         }
-        if (free_.bytes() > 4 * budget) release_free_regions(2 * budget);
+        // A region is whole again only at the moment its last piece comes
+        // back: that is when to check (trim() looks at them all).
+        else if (covers_region(f) && free_.bytes() > 4 * budget) release_region(f);
     }
 
     static bool covers_region(const span* f) noexcept {
