@@ -879,6 +879,63 @@ def run_trace_section(args, bdir, report_dir, scale):
     return md, errors
 
 
+# ---------------------------------------------------------------------------
+# Back end section: bench/backend/backend_bench.cpp (`backend_bench`): large
+# block churn and the memory given back after a workload frees everything,
+# for the malloc baselines (LD_PRELOAD), every allotheque malloc library and
+# allotheque heaps used directly.
+# ---------------------------------------------------------------------------
+BACKEND_HEAPS = ["segregated", "kingsley", "velox", "lea"]
+
+
+def run_backend_section(args, bdir):
+    exe = os.path.join(bdir, "bench", "backend_bench")
+    if not os.access(exe, os.X_OK):
+        return ["## Back end", "", "(backend_bench not built)", ""], {}, []
+    mallocs = threads_allocators(os.path.join(bdir, "bench", "threads_bench"), bdir, None, [])
+    targets = [(m["name"], m["preload"], "malloc") for m in mallocs] + \
+              [("heap:" + h, None, h) for h in BACKEND_HEAPS]
+    reps = 1 if args.quick else 3
+    steps = "20000" if args.quick else "100000"
+    runs, errors = [], []
+    for rep in range(reps):
+        for name, lib, heap in targets:
+            for wl in ("large_churn", "after_free"):
+                cmd = [exe, "--workload", wl, "--heap", heap, "--steps", steps]
+                try:
+                    p = subprocess.run(cmd, env=env_with_preload(lib), capture_output=True, text=True, timeout=300)
+                    rec = json.loads(p.stdout.strip().splitlines()[-1])
+                except Exception as e:   # noqa: BLE001
+                    errors.append("backend {} {}: {}".format(name, wl, e))
+                    continue
+                rec.update({"allocator": name, "workload": wl, "rep": rep})
+                runs.append(rec)
+    def med(name, key):
+        return statistics.median([r[key] for r in runs if r["allocator"] == name and key in r] or [float("nan")])
+    names = [t[0] for t in targets]
+    glibc_churn = med("glibc", "large_churn_ns_per_step")
+    rows, summary = [], {}
+    for n in names:
+        churn = med(n, "large_churn_ns_per_step")
+        after = med(n, "given_back_after_free")
+        trimmed = med(n, "given_back_after_trim")
+        peak = med(n, "after_free_peak_bytes")
+        summary[n] = {"large_churn_ns": churn, "large_churn_vs_glibc": churn / glibc_churn if glibc_churn else None,
+                      "given_back_after_free": after, "given_back_after_trim": trimmed}
+        rows.append([n, fmt(churn / 1000, "{:.1f}"), fmt(churn / glibc_churn if glibc_churn else None, "{:.2f}"),
+                     fmt(peak / 2**20, "{:.0f}"), fmt(100 * after, "{:.0f} %"), fmt(100 * trimmed, "{:.0f} %")])
+    text = table(rows, ["allocator", "large churn µs/step", "vs glibc", "peak MiB", "given back after free",
+                        "after one trim"])
+    log("\nBack end: large-block churn and memory given back\n" + text)
+    md = ["## Back end: large blocks and memory given back", "",
+          "`backend_bench` (bench/backend): *large churn* keeps 32 blocks of 64 KiB - 1 MiB live and replaces a "
+          "random one per step (first and last page written); *given back* is the share of a 100 MB workload's "
+          "resident peak (blocks of 16 B - 1 MiB) that left the resident set right after everything was freed, "
+          "and after one trim (`malloc_trim(0)`, or the heap's `trim()`). Medians of {} runs; `heap:` rows use the "
+          "header-only heap directly, the others are mallocs under LD_PRELOAD.".format(reps), "", text, ""]
+    return md, {"runs": runs, "summary": summary}, errors
+
+
 def report_preamble():
     return ["# allotheque benchmark report", "",
             "- date: {}".format(datetime.datetime.now().isoformat(timespec="seconds")),
@@ -1093,6 +1150,9 @@ def main():
     ap.add_argument("--order-workloads", default="map,graph", help="comma-separated: map,set,graph")
     ap.add_argument("--order-reps", type=int, default=None, help="repetitions in the order section (default 3; "
                     "--quick: 1)")
+    ap.add_argument("--backend", dest="backend", action="store_true", default=True,
+                    help="back end section (default): large-block churn, memory given back (bench/backend)")
+    ap.add_argument("--no-backend", dest="backend", action="store_false")
     ap.add_argument("--timeout", type=float, default=900)
     t = ap.add_argument_group("threads section (bench/threads, multi-threaded malloc throughput)")
     t.add_argument("--threads", dest="threads", action="store_true", default=True, help="run it (default)")
@@ -1222,6 +1282,10 @@ def main():
     if args.threads:
         threads_rows, threads_runs, threads_md, threads_errors = run_threads_section(args, bdir, report_dir)
         errors += threads_errors
+    backend_md, backend_details = [], {}
+    if args.backend:
+        backend_md, backend_details, backend_errors = run_backend_section(args, bdir)
+        errors += backend_errors
     order_md, order_details = [], {}
     if args.order:
         order_md, order_details, order_errors = run_order_section(args, bdir, scale)
@@ -1279,6 +1343,7 @@ def main():
                                                                           fmt(r["never"], "{:.3f}")), ""]
     made = plots(report_dir, [r for r in results if r.get("seconds") is not None], programs, allocators,
                  variants, cg)
+    md += backend_md
     md += order_md
     md += ["## Plots", ""]
     for title, f in made:
@@ -1292,6 +1357,7 @@ def main():
            "programs": programs, "runs": runs, "cachegrind": cg, "micro": micro, "errors": errors,
            "checksum_mismatches": {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()},
            "composed_over_plain": k_ratio, "threads_runs": threads_runs, "order": order_details,
+           "backend": backend_details,
            "elapsed_seconds": elapsed}
     with open(os.path.join(report_dir, "details.json"), "w") as f:
         json.dump(doc, f, indent=1)
