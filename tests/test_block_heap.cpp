@@ -120,7 +120,8 @@ TEMPLATE_TEST_CASE("block_heap: good_size and usable_size cover the request", "[
         for (void* p : live) h.deallocate(p);
         // Refused requests.
         CHECK(H::good_size(1, 3) == 0);
-        CHECK(H::good_size(1, 8192) == 0);
+        CHECK(H::good_size(1, H::max_large_alignment * 2) == 0);
+        CHECK(H::good_size(1, 8192) >= 1);   // beyond a page: a large block
         CHECK(H::good_size(std::numeric_limits<std::size_t>::max()) == 0);
         CHECK(H::good_size(H::max_size + 1) == 0);
     }
@@ -143,8 +144,17 @@ TEMPLATE_TEST_CASE("block_heap: alignment", "[block_heap]", BLOCK_HEAPS) {
                 live.emplace_back(p, a);
             }
         }
-        // Beyond a page, or not a power of two: refused.
-        for (std::size_t a : {8192u, 3u, 24u, 48u, 100u, 4095u, 1u << 20}) {
+        // Beyond a page: served as a large block, aligned, returned to the source on free.
+        for (std::size_t a : {std::size_t{8192}, std::size_t{1} << 20, std::size_t{1} << 22}) {
+            void* p = h.allocate(al::request{16, nullptr, a});
+            REQUIRE(addr(p) % a == 0);
+            CHECK(H::usable_size(p) >= 16);
+            std::memset(p, 0x33, 16);
+            live.emplace_back(p, a);
+        }
+        // Not a power of two, or beyond max_large_alignment: refused.
+        for (std::size_t a : {std::size_t{3}, std::size_t{24}, std::size_t{48}, std::size_t{100}, std::size_t{4095},
+                              H::max_large_alignment * 2}) {
             CHECK(h.try_allocate(al::request{16, nullptr, a}) == nullptr);
             CHECK_THROWS_AS((void)h.allocate(al::request{16, nullptr, a}), std::bad_alloc);
             CHECK(H::good_size(16, a) == 0);

@@ -261,9 +261,11 @@ TEMPLATE_TEST_CASE("heap: large blocks go to the source and come back", "[heap]"
         for (auto [p, n] : big) REQUIRE(check(p, H::good_size(n), n));
         for (auto [p, n] : big) h.deallocate(p, al::request{n, nullptr, 0});
         CHECK(h.stats().large_blocks == 0u);
-        // Freed large blocks stay in the back end's cache up to its budget
-        // (retain_bytes, 4 MiB by default, or peak / 16); the rest went back.
-        CHECK(h.stats().free_bytes <= std::size_t{4} << 20);
+        // Freed large blocks stay in the back end's cache: resident up to four
+        // times its budget (max(retain_bytes, peak / 8), 4 MiB here) at once,
+        // down to the budget after purge_delay_ms.
+        CHECK(h.stats().free_bytes <= 4 * (std::size_t{4} << 20));
+        CHECK(h.stats().free_bytes >= std::size_t{1} << 20);
         CHECK(h.stats().os_bytes == ledger.bytes);
         // A block of a cached size is served from the cache, not the source.
         const std::size_t allocations = ledger.allocations;

@@ -157,8 +157,10 @@ public:
         return good > cfg.large_threshold || a > max_alignment;
     }
 
+    // The fast paths are forced inline: a call with the request in memory
+    // costs more than the work itself.
     template <request_like R = request>
-    [[nodiscard]] void* try_allocate(const R& r) noexcept {
+    [[nodiscard, gnu::always_inline]] inline void* try_allocate(const R& r) noexcept {
         if constexpr (classifies) {
             // The size is resolved to its class once, and the class travels down.
             if (r.alignment == 0 && r.size <= cfg.large_threshold) [[likely]] {
@@ -180,7 +182,7 @@ public:
     }
 
     // `r` must carry the size (and alignment) given to allocate.
-    void deallocate(void* p, const request& r) noexcept {
+    [[gnu::always_inline]] inline void deallocate(void* p, const request& r) noexcept {
         if (!p) return;
         if constexpr (classifies) {
             if (r.alignment == 0 && r.size <= cfg.large_threshold) [[likely]] {
@@ -209,10 +211,11 @@ public:
     }
     // Without a size, the span already looked up (span_of_any(p) by the caller,
     // who checked it is this heap's): what the malloc replacement's free uses.
-    void deallocate(void* p, span& sp) noexcept {
+    [[gnu::always_inline]] inline void deallocate(void* p, span& sp) noexcept {
         if (sp.state == state::large) return deallocate_large(static_cast<std::byte*>(p));
         if constexpr (cfg.free_marks) mark_freed(p);
-        P::deallocate(root_, static_cast<std::byte*>(p), sp.chunk);
+        if constexpr (classifies) P::deallocate(root_, static_cast<std::byte*>(p), sp.chunk, sp.chunk_class);
+        else P::deallocate(root_, static_cast<std::byte*>(p), sp.chunk);
         released(sp.chunk);
     }
     // The span holding p if p is the start of a block of any heap of this
@@ -340,7 +343,7 @@ public:
 private:
     // q.size is a chunk size; from the partition, or a refill when it has none.
     template <request_like R>
-    void* take(const R& q) noexcept {
+    [[gnu::always_inline]] inline void* take(const R& q) noexcept {
         std::byte* p = P::allocate(root_, q);
         if (!p) [[unlikely]] p = refill(q.size, q.hint);
         if (!p) return nullptr;
@@ -389,6 +392,7 @@ private:
         if (!sp && sweep_for_memory()) sp = spans_.open(bytes, hint, state::small, owner_tag_);
         if (!sp) return nullptr;
         sp->set_chunk(static_cast<std::uint32_t>(s));
+        if constexpr (classifies) sp->chunk_class = static_cast<std::uint16_t>(P::classify(s).index);
         if (!P::prepare(root_, sp->base, bytes)) {
             spans_.close(sp);
             return nullptr;

@@ -36,11 +36,10 @@ class page_map {
     static_assert(detail::page_size == std::size_t{1} << page_bits);
 
     using leaf = span**;   // an array of leaf_count entries
-    using root = leaf*;    // an array of root_count leaves
 
 public:
     static constexpr std::size_t leaf_bytes = leaf_count * sizeof(span*);
-    static constexpr std::size_t root_bytes = root_count * sizeof(leaf*);
+    static constexpr std::size_t root_bytes = root_count * sizeof(leaf);
     static constexpr std::uintptr_t max_address = std::uintptr_t{1} << address_bits;
 
     constexpr page_map() noexcept = default;
@@ -57,9 +56,8 @@ public:
     // The span holding p's page, or nullptr.
     span* find(const void* p) const noexcept {
         const std::uintptr_t pg = detail::address_of(p) >> page_bits;
-        root r = root_.load(std::memory_order_acquire);
-        if (!r || (pg >> (root_bits + leaf_bits)) != 0) return nullptr;
-        leaf l = std::atomic_ref<leaf>(r[pg >> leaf_bits]).load(std::memory_order_acquire);
+        if ((pg >> (root_bits + leaf_bits)) != 0) return nullptr;
+        const leaf l = root_[pg >> leaf_bits].load(std::memory_order_acquire);
         if (!l) return nullptr;
         return std::atomic_ref<span*>(l[pg & (leaf_count - 1)]).load(std::memory_order_relaxed);
     }
@@ -91,28 +89,15 @@ public:
 
 private:
     void write(std::uintptr_t pg, std::size_t pages, span* s) noexcept {
-        root r = root_.load(std::memory_order_acquire);
         for (std::size_t i = 0; i < pages; ++i) {
             const std::uintptr_t p = pg + i;
-            leaf l = std::atomic_ref<leaf>(r[p >> leaf_bits]).load(std::memory_order_acquire);
-            if (l) std::atomic_ref<span*>(l[p & (leaf_count - 1)]).store(s, std::memory_order_release);
+            if (leaf l = root_[p >> leaf_bits].load(std::memory_order_acquire))
+                std::atomic_ref<span*>(l[p & (leaf_count - 1)]).store(s, std::memory_order_release);
         }
     }
 
     leaf leaf_for(std::uintptr_t index) noexcept {
-        root r = root_.load(std::memory_order_acquire);
-        if (!r) {
-            void* m = map(root_bytes);
-            if (!m) return nullptr;
-            root expected = nullptr;
-            if (root_.compare_exchange_strong(expected, static_cast<root>(m), std::memory_order_acq_rel))
-                r = static_cast<root>(m);
-            else {
-                ::munmap(m, root_bytes);
-                r = expected;
-            }
-        }
-        std::atomic_ref<leaf> slot(r[index]);
+        std::atomic<leaf>& slot = root_[index];
         leaf l = slot.load(std::memory_order_acquire);
         if (l) return l;
         void* m = map(leaf_bytes);
@@ -135,14 +120,12 @@ private:
         return m == MAP_FAILED ? nullptr : m;
     }
 
-    std::atomic<root> root_{nullptr};
+    std::atomic<leaf> root_[root_count] = {};   // 2 MiB of zero pages until touched
     std::atomic<std::size_t> leaves_{0};
     std::atomic<unsigned> inject_{0};
 };
 
 inline std::size_t page_map::resident_bytes() const noexcept {
-    root r = root_.load(std::memory_order_acquire);
-    if (!r) return 0;
     auto resident = [](const void* p, std::size_t bytes) noexcept {
         unsigned char vec[512];
         std::size_t n = 0;
@@ -156,9 +139,12 @@ inline std::size_t page_map::resident_bytes() const noexcept {
         }
         return n * detail::page_size;
     };
-    std::size_t total = resident(r, root_bytes);
+    // The root is in static storage, not page-aligned: count its touched pages
+    // from the page that holds its start.
+    const auto start = detail::address_of(&root_[0]) & ~(detail::page_size - 1);
+    std::size_t total = resident(reinterpret_cast<const void*>(start), root_bytes + detail::page_size);
     for (std::size_t i = 0; i < root_count; ++i)
-        if (leaf l = std::atomic_ref<leaf>(r[i]).load(std::memory_order_acquire)) total += resident(l, leaf_bytes);
+        if (leaf l = root_[i].load(std::memory_order_acquire)) total += resident(l, leaf_bytes);
     return total;
 }
 

@@ -38,6 +38,7 @@ struct span {
     std::uint64_t chunk_inverse = 0;   // small: see set_chunk
     std::uint32_t chunk = 0;   // small: the chunk size; large: the payload's offset
     span_state state = span_state::free;
+    std::uint16_t chunk_class = 0;   // small: the partition's class for `chunk`, when it has one
 
     std::size_t bytes = 0;
     span* region = nullptr;    // the source allocation this span is part of (nullptr for a region)

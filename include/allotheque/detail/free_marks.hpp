@@ -19,18 +19,21 @@
 
 namespace allotheque::detail {
 
-inline std::uint64_t free_mark_key() noexcept {
-    static const std::uint64_t key = [] {
-        std::uint64_t k = 0x9e3779b97f4a7c15ULL;
-        if (const auto* r = reinterpret_cast<const unsigned char*>(::getauxval(AT_RANDOM))) {
-            std::uint64_t v;
-            std::memcpy(&v, r + 8, sizeof v);   // the first 8 bytes feed the stack protector
-            k ^= v;
-        }
-        return k | 1;
-    }();
-    return key;
+inline std::uint64_t read_free_mark_key() noexcept {
+    std::uint64_t k = 0x9e3779b97f4a7c15ULL;
+    if (const auto* r = reinterpret_cast<const unsigned char*>(::getauxval(AT_RANDOM))) {
+        std::uint64_t v;
+        std::memcpy(&v, r + 8, sizeof v);   // the first 8 bytes feed the stack protector
+        k ^= v;
+    }
+    return k | 1;
 }
+// Read once at static initialisation, then a plain load on every free (no
+// guard). A free before that (a constructor that runs earlier) marks with the
+// zero-initialised key: such a mark matches no later check, so at worst a
+// double free of that one block goes unnoticed — never a false alarm.
+inline const std::uint64_t free_mark_key_value = read_free_mark_key();
+inline std::uint64_t free_mark_key() noexcept { return free_mark_key_value; }
 
 template <std::size_t Offset>
 struct free_marks {

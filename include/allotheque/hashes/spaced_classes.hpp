@@ -36,7 +36,10 @@ struct spaced_classes {
         const unsigned g = static_cast<unsigned>(std::bit_width(n - 1)) - 1;
         return detail::round_up(n, std::size_t{1} << (g - per_log));
     }
-    static constexpr size_class classify(std::size_t n) noexcept {
+    // Up to `table_max`, one load from a table built at compile time.
+    static constexpr std::size_t table_max = 1024;
+    static constexpr std::size_t table_entries = table_max / Step + 1;
+    static constexpr size_class computed(std::size_t n) noexcept {
         if (n <= Linear) {
             const std::size_t i = (n + Step - 1) / Step;
             return {i * Step, i};
@@ -45,6 +48,18 @@ struct spaced_classes {
         const unsigned step_log = g - per_log;
         const std::size_t sub = (n - (std::size_t{1} << g) + (std::size_t{1} << step_log) - 1) >> step_log;
         return {(std::size_t{1} << g) + (sub << step_log), linear_classes + (g - linear_log) * PerDoubling + (sub - 1)};
+    }
+    struct table_type {
+        size_class entries[table_entries];
+    };
+    static constexpr table_type table = [] {
+        table_type t{};
+        for (std::size_t k = 0; k < table_entries; ++k) t.entries[k] = computed(k * Step);
+        return t;
+    }();
+    static constexpr size_class classify(std::size_t n) noexcept {
+        if (n <= table_max) return table.entries[(n + Step - 1) / Step];
+        return computed(n);
     }
     template <class Attr, class Header, class Init>
     using index = dense_index<linear_classes + (64 - linear_log) * PerDoubling, Header, Init>;

@@ -1,0 +1,147 @@
+// `size_directory<ClassBits>`: for each exact chunk size, which classes of an
+// address-keyed table may hold a free chunk of it — the size-major index
+// beside the address-major partition (Velox, Medius), so that "the lowest
+// class holding size s" is a few count-trailing-zeros instead of a walk over
+// classes that do not have it.
+//
+// It is a superset: a class's bit for size s is set whenever a chunk of size s
+// goes into the class, and cleared when a search finds the class without one
+// (the search then looks at the next bit). Each stale bit costs one failed
+// look, once.
+//
+// Layout: classes are grouped in leaves of 4096; a leaf, mapped on first use
+// (MAP_NORESERVE: only the pages of sizes in use become resident), holds one
+// two-level bitmap of its 4096 classes per size. Sizes are indexed in steps of
+// 8 up to `max_size` (64 KiB); larger sizes are not indexed (next() answers
+// "anywhere", and the caller walks). When a leaf cannot be mapped, the
+// directory stops vouching for that leaf's sizes the same way.
+#pragma once
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+
+#include <allotheque/detail/bitmap_tree.hpp>
+
+namespace allotheque {
+
+template <unsigned ClassBits>
+class size_directory {
+    static constexpr unsigned leaf_bits = ClassBits < 12 ? ClassBits : 12;
+    static constexpr std::size_t leaf_classes = std::size_t{1} << leaf_bits;
+    static constexpr std::size_t leaf_count = std::size_t{1} << (ClassBits - leaf_bits);
+    using bitmap = detail::bitmap_tree<leaf_classes>;
+
+public:
+    static constexpr std::size_t step = 8;
+    static constexpr std::size_t max_size = 64 * 1024;
+    static constexpr std::size_t sizes = max_size / step + 1;
+
+private:
+    struct leaf {
+        std::uint64_t bits[sizes][bitmap::storage_words];
+    };
+    static constexpr std::size_t leaf_bytes = sizeof(leaf);
+    // Leaves in use, by number, kept sorted (a heap touches few of them).
+    static constexpr std::size_t max_leaves = 256;
+
+public:
+    static constexpr std::size_t npos = detail::npos;
+
+    size_directory() = default;
+    size_directory(const size_directory&) = delete;
+    size_directory& operator=(const size_directory&) = delete;
+    ~size_directory() {
+        for (std::size_t i = 0; i < used_; ++i) ::munmap(leaves_[i].l, leaf_bytes);
+    }
+
+    static constexpr bool indexed(std::size_t size) noexcept { return size <= max_size && size % step == 0; }
+
+    // A chunk of `size` went into class `cls`.
+    void note(std::size_t size, std::size_t cls) noexcept {
+        if (!indexed(size)) return;
+        leaf* l = obtain(cls >> leaf_bits);
+        if (!l) {
+            complete_ = false;
+            return;
+        }
+        bitmap(l->bits[size / step]).set(cls & (leaf_classes - 1));
+    }
+    // A search found class `cls` without a chunk of `size`.
+    void forget(std::size_t size, std::size_t cls) noexcept {
+        if (!indexed(size)) return;
+        if (leaf* l = find_leaf(cls >> leaf_bits)) bitmap(l->bits[size / step]).reset(cls & (leaf_classes - 1));
+    }
+    // Whether next() can be trusted for this size (else the caller walks).
+    bool vouches(std::size_t size) const noexcept { return complete_ && indexed(size); }
+
+    // The lowest class >= from that may hold a chunk of `size`, or npos.
+    std::size_t next(std::size_t size, std::size_t from) const noexcept {
+        const std::size_t s = size / step;
+        for (std::size_t i = first_leaf_at_or_after(from >> leaf_bits); i < used_; ++i) {
+            const std::size_t base = leaves_[i].number << leaf_bits;
+            const std::size_t start = base >= from ? 0 : from - base;
+            const std::size_t j =
+                bitmap(const_cast<std::uint64_t*>(leaves_[i].l->bits[s])).find_next(start);
+            if (j != npos) return base | j;
+        }
+        return npos;
+    }
+
+    // Forgets every bit (the table's classes were all emptied); keeps the leaves.
+    void clear() noexcept {
+        for (std::size_t i = 0; i < used_; ++i)
+            if (::madvise(leaves_[i].l, leaf_bytes, MADV_DONTNEED) != 0) {
+                for (auto& row : leaves_[i].l->bits)
+                    for (auto& w : row) w = 0;
+            }
+        complete_ = used_ < max_leaves;
+    }
+    std::size_t metadata_bytes() const noexcept { return used_ * leaf_bytes; }
+
+private:
+    struct entry {
+        std::size_t number;
+        leaf* l;
+    };
+
+    std::size_t first_leaf_at_or_after(std::size_t number) const noexcept {
+        return static_cast<std::size_t>(
+            std::lower_bound(leaves_, leaves_ + used_, number, [](const entry& e, std::size_t n) { return e.number < n; }) -
+            leaves_);
+    }
+    leaf* find_leaf(std::size_t number) const noexcept {
+        if (last_ && last_number_ == number) return last_;
+        const std::size_t i = first_leaf_at_or_after(number);
+        return i < used_ && leaves_[i].number == number ? leaves_[i].l : nullptr;
+    }
+    leaf* obtain(std::size_t number) noexcept {
+        if (last_ && last_number_ == number) return last_;
+        const std::size_t i = first_leaf_at_or_after(number);
+        leaf* l = nullptr;
+        if (i < used_ && leaves_[i].number == number) {
+            l = leaves_[i].l;
+        } else {
+            if (used_ == max_leaves) return nullptr;
+            void* m = ::mmap(nullptr, leaf_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (m == MAP_FAILED) return nullptr;
+            l = static_cast<leaf*>(m);
+            std::copy_backward(leaves_ + i, leaves_ + used_, leaves_ + used_ + 1);
+            leaves_[i] = {number, l};
+            ++used_;
+        }
+        last_ = l;
+        last_number_ = number;
+        return l;
+    }
+
+    entry leaves_[max_leaves] = {};
+    std::size_t used_ = 0;
+    leaf* last_ = nullptr;
+    std::size_t last_number_ = 0;
+    bool complete_ = true;
+};
+
+} // namespace allotheque
