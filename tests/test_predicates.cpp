@@ -407,7 +407,9 @@ TEST_CASE("rb_tree<size, list<void>, Pred>: lower_bound and lookup paths", "[pre
 
 // ---- the predicate protocol ------------------------------------------------
 
-namespace {
+// A named namespace: clang warns about unused constants of internal classes,
+// and these exist only for the concept to look at.
+namespace protocol_cases {
 
 // Not predicates: each misses one requirement of allocation_predicate.
 struct finder {   // a search that takes the first class
@@ -456,7 +458,8 @@ struct bad_accepts : well_formed {
     static void accepts(std::size_t, std::size_t) {}
 };
 
-} // namespace
+} // namespace protocol_cases
+using namespace protocol_cases;
 
 static_assert(al::allocation_predicate<al::first_fit> && al::allocation_predicate<al::next_fit> &&
               al::allocation_predicate<al::best_fit> && al::allocation_predicate<al::worst_fit> &&
@@ -479,7 +482,7 @@ static_assert(!al::predicate_remembers<well_formed> && !al::predicate_lookup_onl
               !al::predicate_resumes_walks<well_formed> && !al::predicate_wants_sorted<well_formed>);
 static_assert(!al::is_exact_match<al::nearest> && al::can_leave_target<al::nearest>);
 
-namespace {
+namespace protocol_cases {
 // predicate_of's searches without its declared `accepts`.
 struct derived_first_fit {
     static constexpr bool exact = false;
@@ -497,7 +500,7 @@ struct derived_match {
         return al::match::search(c, t, a);
     }
 };
-} // namespace
+} // namespace protocol_cases
 
 TEST_CASE("value_accepts: declared by predicate_of, derived from search otherwise", "[predicates][protocol]") {
     CHECK(al::value_accepts<al::match>(std::size_t{8}, std::size_t{8}));
