@@ -218,116 +218,106 @@ struct predicate_of {
         else return have >= want;
     }
 
-    // The dispatch and the lower-bound loop are inlined into the container, as
-    // a hand-written segregated allocator would have them; the longer walks
-    // stay out of line.
+    // The lower-bound loop is inlined into the container, as a hand-written
+    // segregated allocator would have it; every other search is one function
+    // (the shape the inliner has always seen, so code and speed are unchanged).
     template <class C, class Attempt>
     [[gnu::always_inline]] static std::byte* search(C& c, typename C::value_type target, Attempt&& attempt) {
-        if constexpr (Start == start_at::lookup) return search_lookup(c, target, attempt);
-        else if constexpr (Start == start_at::begin && (Stop == stop_when::greater_equal || Stop == stop_when::min_fit) &&
-                           ordered_cursor<C>) {
+        if constexpr (Start == start_at::begin && (Stop == stop_when::greater_equal || Stop == stop_when::min_fit) &&
+                      ordered_cursor<C>) {
             // Ordered classes: start at the lower bound; the first class that
             // fits is also the best fit, and every later one fits too.
             for (auto h = c.lower_bound(target); h != c.none(); h = c.next(h))
                 if (std::byte* p = attempt(h)) return p;
             return nullptr;
-        } else if constexpr (Stop == stop_when::min_fit || Stop == stop_when::max_value) {
-            return search_extreme(c, target, attempt);
         } else {
-            return search_walk(c, target, attempt);
+            return walk(c, target, attempt);
         }
     }
 
 private:
-    template <class C>
-    static bool fits(C& c, typename C::handle h, typename C::value_type target) {
-        if constexpr (Stop == stop_when::equal) return c.value(h) == target;
-        else if constexpr (Stop == stop_when::always) return true;
-        else return c.value(h) >= target;
-    }
-
     template <class C, class Attempt>
-    static std::byte* search_lookup(C& c, typename C::value_type target, Attempt& attempt) {
+    static std::byte* walk(C& c, typename C::value_type target, Attempt& attempt) {
         using handle = typename C::handle;
         const handle none = c.none();
-        handle looked = none;
-        [[maybe_unused]] handle cached = none;
-        if constexpr (Fallback == fallback_to::last_only_then_first) {
-            // Defero's `next`: the cached class is checked before any lookup.
-            if (handle l = c.last(); l != none && c.value(l) == target) {
-                if (std::byte* p = attempt(l)) return p;
-                cached = l;   // it is the target class: the lookup would find it again
-            }
-        }
-        looked = c.lookup(target);
-        if (looked != none && looked != cached)
-            if (std::byte* p = attempt(looked)) return p;
-        if constexpr (Fallback == fallback_to::none) {
-            return nullptr;
-        } else {
-            handle tried_last = none;
-            if constexpr (Fallback != fallback_to::first) {
-                if (handle l = c.last(); l != none && l != looked) {
+
+        if constexpr (Start == start_at::lookup) {
+            handle looked = none;
+            [[maybe_unused]] handle cached = none;
+            if constexpr (Fallback == fallback_to::last_only_then_first) {
+                // Defero's `next`: the cached class is checked before any lookup.
+                if (handle l = c.last(); l != none && c.value(l) == target) {
                     if (std::byte* p = attempt(l)) return p;
-                    tried_last = l;
+                    cached = l;   // it is the target class: the lookup would find it again
                 }
             }
-            // A container may know a lower bound for where the walk can first
-            // succeed (its walk memo); it learns where the walk ended.
-            handle from = c.first();
-            if constexpr (resumable_cursor<C>) from = c.walk_start();
-            for (handle h = from; h != none; h = c.next(h))
-                if (h != looked && h != tried_last)
-                    if (std::byte* p = attempt(h)) {
-                        if constexpr (resumable_cursor<C>) c.walk_ended(h);
-                        return p;
+            looked = c.lookup(target);
+            if (looked != none && looked != cached)
+                if (std::byte* p = attempt(looked)) return p;
+            if constexpr (Fallback == fallback_to::none) {
+                return nullptr;
+            } else {
+                handle tried_last = none;
+                if constexpr (Fallback != fallback_to::first) {
+                    if (handle l = c.last(); l != none && l != looked) {
+                        if (std::byte* p = attempt(l)) return p;
+                        tried_last = l;
                     }
-            if constexpr (resumable_cursor<C>) c.walk_ended(none);
-            return nullptr;
-        }
-    }
-
-    // One pass to find the extreme class; a class that then refuses (its nested
-    // partition cannot serve) falls back to a linear walk.
-    template <class C, class Attempt>
-    static std::byte* search_extreme(C& c, typename C::value_type target, Attempt& attempt) {
-        using handle = typename C::handle;
-        const handle none = c.none();
-        constexpr bool min = Stop == stop_when::min_fit;
-        handle best = none;
-        for (handle h = c.first(); h != none; h = c.next(h)) {
-            if (min && !fits(c, h, target)) continue;
-            if (min && c.value(h) == target) {   // cannot do better
-                best = h;
-                break;
+                }
+                // A container may know a lower bound for where the walk can
+                // first succeed (its walk memo); it learns where the walk ended.
+                handle from = c.first();
+                if constexpr (resumable_cursor<C>) from = c.walk_start();
+                for (handle h = from; h != none; h = c.next(h))
+                    if (h != looked && h != tried_last)
+                        if (std::byte* p = attempt(h)) {
+                            if constexpr (resumable_cursor<C>) c.walk_ended(h);
+                            return p;
+                        }
+                if constexpr (resumable_cursor<C>) c.walk_ended(none);
+                return nullptr;
             }
-            if (best == none || (min ? c.value(h) < c.value(best) : c.value(h) > c.value(best))) best = h;
+        } else {
+            auto fits = [&](handle h) {
+                if constexpr (Stop == stop_when::equal) return c.value(h) == target;
+                else if constexpr (Stop == stop_when::always) return true;
+                else return c.value(h) >= target;
+            };
+            if constexpr (Stop == stop_when::min_fit || Stop == stop_when::max_value) {
+                // One pass to find the extreme class; a class that then refuses
+                // (its nested partition cannot serve) falls back to a linear walk.
+                constexpr bool min = Stop == stop_when::min_fit;
+                handle best = none;
+                for (handle h = c.first(); h != none; h = c.next(h)) {
+                    if (min && !fits(h)) continue;
+                    if (min && c.value(h) == target) {   // cannot do better
+                        best = h;
+                        break;
+                    }
+                    if (best == none || (min ? c.value(h) < c.value(best) : c.value(h) > c.value(best))) best = h;
+                }
+                if (best == none) return nullptr;
+                if (std::byte* p = attempt(best)) return p;
+                for (handle h = c.first(); h != none; h = c.next(h))
+                    if (h != best && (!min || fits(h)))
+                        if (std::byte* p = attempt(h)) return p;
+                return nullptr;
+            } else {
+                handle from = none;
+                if constexpr (Start == start_at::last_used) from = c.last();
+                if (from == none) from = c.first();
+                for (handle h = from; h != none; h = c.next(h))
+                    if (fits(h))
+                        if (std::byte* p = attempt(h)) return p;
+                if constexpr (Start == start_at::last_used) {
+                    // Wrap around: the classes before the remembered one.
+                    for (handle h = c.first(); h != none && h != from; h = c.next(h))
+                        if (fits(h))
+                            if (std::byte* p = attempt(h)) return p;
+                }
+                return nullptr;
+            }
         }
-        if (best == none) return nullptr;
-        if (std::byte* p = attempt(best)) return p;
-        for (handle h = c.first(); h != none; h = c.next(h))
-            if (h != best && (!min || fits(c, h, target)))
-                if (std::byte* p = attempt(h)) return p;
-        return nullptr;
-    }
-
-    template <class C, class Attempt>
-    static std::byte* search_walk(C& c, typename C::value_type target, Attempt& attempt) {
-        using handle = typename C::handle;
-        const handle none = c.none();
-        handle from = none;
-        if constexpr (Start == start_at::last_used) from = c.last();
-        if (from == none) from = c.first();
-        for (handle h = from; h != none; h = c.next(h))
-            if (fits(c, h, target))
-                if (std::byte* p = attempt(h)) return p;
-        if constexpr (Start == start_at::last_used) {
-            // Wrap around: the classes before the remembered one.
-            for (handle h = c.first(); h != none && h != from; h = c.next(h))
-                if (fits(c, h, target))
-                    if (std::byte* p = attempt(h)) return p;
-        }
-        return nullptr;
     }
 };
 
