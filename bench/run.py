@@ -4,15 +4,20 @@
 Runs every (Olden program, allocator) in fresh processes of the `olden` runner,
 interleaved across allocators (round-robin within each repetition), takes
 medians, checks that checksums agree, prints tables normalised to glibc and
-writes build/bench-report/{results.json,report.md,*.png}.
+writes build/bench-report/{results.json,report.md,*.png}. The threads section
+runs `threads_bench` (bench/threads) under every malloc, the allotheque malloc
+libraries of the build tree included.
 
     bench/run.py --build-dir build/bench            standard scale, fresh + aged, micro
     bench/run.py --build-dir build/bench --quick    quick scale, fresh + aged, no micro
     bench/run.py --build-dir build/bench --full     the paper's inputs
     bench/run.py ... --cachegrind                   also D1/LL misses under cachegrind (quick scale)
+    bench/run.py ... --threads-only                 only the multi-threaded malloc section (threads_bench)
+    bench/run.py --build-dir build/bench --order-only   only the "order" section (allocation order != traversal)
 """
 import argparse
 import datetime
+import glob
 import json
 import math
 import os
@@ -32,8 +37,9 @@ PRELOAD = {
     "mimalloc": LIBDIR + "/libmimalloc.so.2",
     "tcmalloc": LIBDIR + "/libtcmalloc_minimal.so.4",
 }
+PEERS = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "pmr"]
 HEAPS = ["kingsley", "quickfit", "velox", "medius", "defero", "lea", "lea_deferred", "kingsley_coalescing"]
-ALL_ALLOCATORS = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "pmr"] + HEAPS
+ALL_ALLOCATORS = PEERS + HEAPS
 CACHEGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--LL=33554432,16,64",
               "--cachegrind-out-file=/dev/null"]
 
@@ -42,13 +48,16 @@ def log(msg):
     print(msg, flush=True)
 
 
-def env_for(allocator):
+def env_with_preload(lib):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
-    lib = PRELOAD.get(allocator)
     if lib:
         env["LD_PRELOAD"] = lib
     return env
+
+
+def env_for(allocator):
+    return env_with_preload(PRELOAD.get(allocator))
 
 
 def gmean(xs):
@@ -226,6 +235,330 @@ def run_micro(args, micro_dir):
 
 
 # ---------------------------------------------------------------------------
+# Threads section: bench/threads/threads.cpp (`threads_bench`) under every
+# malloc, one (workload, threads, allocator) per process.
+# ---------------------------------------------------------------------------
+
+THREAD_WORKLOADS = ["server", "prodcons", "local", "mixed"]
+MALLOC_BASELINES = ["glibc", "jemalloc", "mimalloc", "tcmalloc"]
+
+
+def usable_cpus():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def default_thread_counts(n):
+    """Powers of two up to n, n itself and 2n: 1, 2, 4 on 2 cores; 1 ... 16, 32 on 16."""
+    counts = {n, 2 * n}
+    k = 1
+    while k <= n:
+        counts.add(k)
+        k *= 2
+    return sorted(counts)
+
+
+def threads_allocators(exe, bdir, want, extra_libs):
+    """The mallocs to compare: the baselines whose library exists, then every
+    allotheque malloc library in <build>/src/malloc (liballotheque_malloc*.so)
+    and in extra_libs, named after the heap the library reports
+    (allotheque_malloc_heap_name()). Returns dicts with name, preload,
+    malloc_library and heap: what every run's own report must say."""
+    out = []
+    for a in MALLOC_BASELINES:
+        if a != "glibc" and want is not None and a not in want:
+            continue
+        lib = PRELOAD[a]
+        if lib and not os.path.exists(lib):
+            log("threads: warning: {} not found, {} skipped".format(lib, a))
+            continue
+        out.append({"name": a, "preload": lib, "malloc_library": a, "heap": None})
+    libs = sorted(glob.glob(os.path.join(bdir, "src", "malloc", "liballotheque_malloc*.so"))) + list(extra_libs)
+    found = []
+    for lib in libs:
+        lib = os.path.abspath(lib)
+        try:
+            p = subprocess.run([exe, "--identify"], env=env_with_preload(lib), capture_output=True, text=True,
+                               timeout=30)
+            rec = json.loads(p.stdout)
+        except Exception as e:   # noqa: BLE001 - a library that cannot even start is reported and skipped
+            log("threads: warning: {} does not run ({}), skipped".format(lib, e))
+            continue
+        if rec.get("malloc_library") != "allotheque" or not rec.get("allotheque_heap"):
+            log("threads: warning: {} is not an allotheque malloc (no allotheque_malloc_heap_name), "
+                "skipped".format(lib))
+            continue
+        found.append({"name": "allotheque-" + rec["allotheque_heap"], "preload": lib,
+                      "malloc_library": "allotheque", "heap": rec["allotheque_heap"]})
+    # Two libraries naming the same heap (the configure-time one and its
+    # per-heap twin) keep apart by their file name.
+    for a in found:
+        if sum(b["name"] == a["name"] for b in found) > 1:
+            a["name"] += "@" + os.path.basename(a["preload"])[:-3]
+    for a in found:
+        if a["name"] in {b["name"] for b in out}:
+            continue
+        if want is None or "allotheque" in want or a["name"] in want:
+            out.append(a)
+    return out
+
+
+def run_threads_one(exe, alloc, workload, threads, seconds, timeout, seed):
+    """One run; returns its JSON record with `status` ok, timeout, failed (the
+    program exited non-zero: exit 2 is a verification failure) or
+    wrong-malloc (the library active in the run is not the one asked for)."""
+    cmd = [exe, "--workload", workload, "--threads", str(threads), "--seconds", str(seconds), "--seed", str(seed)]
+    base = {"workload": workload, "threads": threads, "allocator": alloc["name"], "library": alloc["preload"]}
+    try:
+        p = subprocess.run(cmd, env=env_with_preload(alloc["preload"]), capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return dict(base, status="timeout", error="no result after {:.0f} s".format(timeout))
+    if p.returncode != 0:
+        what = "verification failed" if p.returncode == 2 else "exit {}".format(p.returncode)
+        return dict(base, status="failed", error="{}: {}".format(what, p.stderr.strip()[-300:]))
+    rec = json.loads([l for l in p.stdout.splitlines() if l.startswith("{")][-1])
+    rec.update(base, status="ok")
+    if rec.get("malloc_library") != alloc["malloc_library"] or rec.get("allotheque_heap") != alloc["heap"]:
+        rec["status"] = "wrong-malloc"
+        rec["error"] = "active malloc is {}/{}, not {}/{}".format(rec.get("malloc_library"),
+                                                                  rec.get("allotheque_heap"),
+                                                                  alloc["malloc_library"], alloc["heap"])
+    return rec
+
+
+def summarise_threads(runs):
+    groups = {}
+    for r in runs:
+        groups.setdefault((r["workload"], r["threads"], r["allocator"]), []).append(r)
+    rows = []
+    for (workload, threads, allocator), rs in groups.items():
+        ok = [r for r in rs if r["status"] == "ok"]
+        bad = [r for r in rs if r["status"] != "ok"]
+        row = {"workload": workload, "threads": threads, "allocator": allocator, "library": rs[0]["library"],
+               "status": bad[0]["status"] if bad else "ok", "repetitions": len(rs),
+               "ops_per_second": None, "ops_per_second_all": [r["ops_per_second"] for r in ok]}
+        if bad:
+            row["errors"] = sorted({r["error"] for r in bad})
+        if ok:
+            med = lambda k: statistics.median(r[k] for r in ok)   # noqa: E731
+            row.update(ops_per_second=med("ops_per_second"), remote_free_fraction=med("remote_free_fraction"),
+                       peak_rss_bytes=int(med("peak_rss_bytes")),
+                       cpu_per_wall=statistics.median(r["cpu_seconds"] / r["seconds"] for r in ok),
+                       ops_per_cpu_second=statistics.median(r["ops"] / r["cpu_seconds"] for r in ok
+                                                            if r["cpu_seconds"] > 0) if any(
+                           r["cpu_seconds"] > 0 for r in ok) else None,
+                       seconds=ok[0]["seconds_requested"], malloc_library=ok[0]["malloc_library"],
+                       allotheque_heap=ok[0]["allotheque_heap"])
+            if bad:   # a failure anywhere disqualifies the cell: a broken allocator must not score
+                row["ops_per_second"] = row["ops_per_cpu_second"] = None
+        rows.append(row)
+    return rows
+
+
+def threads_tables(rows, allocators, workloads, counts, n):
+    """Markdown tables: Mops/s per workload, the allotheque libraries' ratios
+    to mimalloc and glibc, and the issue-13 targets."""
+    idx = {(r["workload"], r["threads"], r["allocator"]): r for r in rows}
+
+    def ops(w, t, a):
+        r = idx.get((w, t, a))
+        return r["ops_per_second"] if r else None
+
+    def cell(w, t, a):
+        r = idx.get((w, t, a))
+        if r is None:
+            return "-"
+        return fmt(r["ops_per_second"] / 1e6) if r["ops_per_second"] else r["status"]
+
+    def scaling(w, a):
+        lo, hi = ops(w, 1, a), ops(w, n, a)
+        return hi / lo if lo and hi else None
+
+    parts = []
+    for w in workloads:
+        body = [[a] + [cell(w, t, a) for t in counts] + [fmt(scaling(w, a))] for a in allocators]
+        parts.append("### {} (Mops/s: allocations + frees per second, all threads)\n\n".format(w) +
+                     table(body, ["allocator"] + ["{} thr".format(t) for t in counts] +
+                           ["{}→{} thr".format(1, n)]))
+    # Whether the runs had their cores: CPU seconds per wall second, ideally
+    # min(threads, CPUs); less when another load shares the machine or threads
+    # sleep on a lock.
+    body = []
+    for w in workloads:
+        vals = [[r["cpu_per_wall"] for r in rows if r["workload"] == w and r["threads"] == t
+                 and r.get("cpu_per_wall") is not None] for t in counts]
+        body.append([w] + [fmt(statistics.median(v) if v else None) for v in vals])
+    body.append(["ideal"] + [fmt(float(min(t, n))) for t in counts])
+    text = "### CPU seconds per wall second (median over allocators)\n\n" + \
+        table(body, ["workload"] + ["{} thr".format(t) for t in counts])
+    # The median over allocators is not moved by one allocator's threads
+    # sleeping on its lock: when it is far below the ideal, the machine was shared.
+    short = []
+    for t in counts:
+        v = [r["cpu_per_wall"] for r in rows if r["threads"] == t and r.get("cpu_per_wall") is not None]
+        if v and statistics.median(v) < 0.75 * min(t, n):
+            short.append("{} thr: {:.2f} of {}".format(t, statistics.median(v), min(t, n)))
+    if short:
+        text += ("\n\n**Warning: the runs did not get their CPUs** ({}): another load shared the machine, so "
+                 "throughput is low and noisy, and threads that take turns on fewer cores than they number "
+                 "contend less than on a quiet machine. Compare allocators within this report only; re-run on "
+                 "a quiet machine for scaling figures.".format("; ".join(short)))
+    parts.append(text)
+    # Per CPU-second: robust to other load on the machine, but blind to time
+    # spent asleep on a lock (that shows in the wall-clock tables only).
+    body = []
+    for a in allocators:
+        row = [a]
+        for w in workloads:
+            for t in counts:
+                r = idx.get((w, t, a))
+                row.append(fmt(r["ops_per_cpu_second"] / 1e6) if r and r.get("ops_per_cpu_second") else "-")
+        body.append(row)
+    parts.append("### Mops per CPU-second (load-robust; blind to threads asleep on a lock)\n\n" +
+                 table(body, ["allocator"] + ["{} {}".format(w, t) for w in workloads for t in counts]))
+    mine = [a for a in allocators if a.startswith("allotheque-")]
+    checks = []
+    for a in mine:
+        body = []
+        for w in workloads:
+            row = [w]
+            for t in counts:
+                v = ops(w, t, a)
+                mi, gl = ops(w, t, "mimalloc"), ops(w, t, "glibc")
+                row.append("{} / {}".format(fmt(v / mi if v and mi else None), fmt(v / gl if v and gl else None)))
+            row += [fmt(scaling(w, a)), fmt(scaling(w, "glibc"))]
+            body.append(row)
+            for t in (1, 2):
+                if t not in counts:
+                    continue
+                # A target whose reference did not run is left out; one whose
+                # allotheque cell has no number (failed, timed out) is missed.
+                v, mi, gl = ops(w, t, a), ops(w, t, "mimalloc"), ops(w, t, "glibc")
+                if mi:
+                    checks.append((a, w, "{} thr >= 0.8 x mimalloc".format(t), v is not None and v >= 0.8 * mi))
+                if gl:
+                    checks.append((a, w, "{} thr >= glibc".format(t), v is not None and v >= gl))
+            s, g = scaling(w, a), scaling(w, "glibc")
+            if g:
+                checks.append((a, w, "scaling 1→{} >= glibc's".format(n), s is not None and s >= g))
+        parts.append("### {}: throughput / mimalloc / glibc\n\n".format(a) +
+                     table(body, ["workload"] + ["{} thr".format(t) for t in counts] +
+                           ["scaling 1→{}".format(n), "glibc scaling"]))
+    if checks:
+        failed = [c for c in checks if not c[3]]
+        text = "### Issue 13 targets: {} of {} met\n\n".format(len(checks) - len(failed), len(checks))
+        text += "\n".join("- {} {}: {}".format(a, w, what) for a, w, what, _ in failed) if failed else \
+            "all met"
+        parts.append(text)
+    return "\n\n".join(parts)
+
+
+def threads_plot(report_dir, rows, allocators, workloads, counts, n):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:   # noqa: BLE001
+        log("matplotlib unavailable, no threads plot: {}".format(e))
+        return None
+    idx = {(r["workload"], r["threads"], r["allocator"]): r for r in rows}
+    cols = 2 if len(workloads) > 1 else 1
+    nrows = (len(workloads) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(6 * cols, 4 * nrows), squeeze=False)
+    for ax, w in zip(axes.flat, workloads):
+        for i, a in enumerate(allocators):
+            pts = [(t, idx[(w, t, a)]["ops_per_second"] / 1e6) for t in counts
+                   if (w, t, a) in idx and idx[(w, t, a)]["ops_per_second"]]
+            if pts:
+                style = "-" if a.startswith("allotheque-") else "--"
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=a,
+                        color=plt.cm.tab10(i % 10), linewidth=2.2 if a.startswith("allotheque-") else 1.4)
+        ax.axvline(n, color="grey", linestyle=":", linewidth=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(counts)
+        ax.set_xticklabels([str(t) for t in counts])
+        ax.set_xlabel("threads ({} CPUs)".format(n))
+        ax.set_ylabel("Mops/s (allocations + frees)")
+        ax.set_ylim(bottom=0)
+        ax.set_title(w)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(workloads):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    fig.savefig(os.path.join(report_dir, "threads.png"), dpi=110)
+    plt.close(fig)
+    return "threads.png"
+
+
+def run_threads_section(args, bdir, report_dir):
+    """Returns (result rows, every run, markdown lines, errors)."""
+    exe = os.path.join(bdir, "bench", "threads_bench")
+    if not os.access(exe, os.X_OK):
+        return [], [], ["## Threads", "", "skipped: {} not built".format(exe), ""], []
+    n = usable_cpus()
+    counts = sorted({int(c) for c in args.thread_counts.split(",")}) if args.thread_counts else \
+        default_thread_counts(n)
+    if counts[0] < 1:
+        sys.exit("run.py: --thread-counts must be >= 1")
+    workloads = args.threads_workloads.split(",") if args.threads_workloads else list(THREAD_WORKLOADS)
+    unknown = [w for w in workloads if w not in THREAD_WORKLOADS]
+    if unknown:
+        sys.exit("run.py: unknown --threads-workloads {} (known: {})".format(unknown, THREAD_WORKLOADS))
+    want = set(args.allocators.split(",")) if args.allocators else None
+    allocs = threads_allocators(exe, bdir, want, args.threads_lib or [])
+    seconds = args.threads_seconds if args.threads_seconds else (0.1 if args.quick else 0.25)
+    reps = args.threads_reps or args.reps
+    timeout = args.threads_timeout
+    names = [a["name"] for a in allocs]
+    jobs = [(rep, w, t, k) for rep in range(reps) for w in workloads for t in counts for k in range(len(allocs))]
+    log("\nthreads: {} CPUs; threads {}; workloads {}; {} s per run; {} repetitions; {} runs".format(
+        n, counts, " ".join(workloads), seconds, reps, len(jobs)))
+    log("threads: allocators {}".format(" ".join(
+        a["name"] + (" ({})".format(a["preload"]) if a["heap"] else "") for a in allocs)))
+    load_start = os.getloadavg()[0]
+    t0 = time.time()
+    runs = []
+    for i, (rep, w, t, k) in enumerate(jobs, 1):
+        # Round-robin, and the turn order rotates with the repetition, so drift
+        # on the machine and cache warmth from the run before spread evenly.
+        a = allocs[(k + rep) % len(allocs)]
+        rec = run_threads_one(exe, a, w, t, seconds, timeout, seed=rep + 1)
+        rec["rep"] = rep
+        runs.append(rec)
+        head = "[{:4d}/{}] rep {} {:8s} {:2d} thr {:24s}".format(i, len(jobs), rep + 1, w, t, a["name"])
+        if rec["status"] == "ok":
+            log(head + " {:8.2f} Mops/s  remote {:4.0%}  cpu/wall {:4.2f}".format(
+                rec["ops_per_second"] / 1e6, rec["remote_free_fraction"], rec["cpu_seconds"] / rec["seconds"]))
+        else:
+            log(head + " {}: {}".format(rec["status"].upper(), rec["error"]))
+    rows = summarise_threads(runs)
+    errors = sorted({"threads {} {} thr {}: {}".format(r["workload"], r["threads"], r["allocator"], e)
+                     for r in rows for e in r.get("errors", [])})
+    text = threads_tables(rows, names, workloads, counts, n)
+    log("\n" + text)
+    plot = threads_plot(report_dir, rows, names, workloads, counts, n)
+    md = ["## Threads", "",
+          "- programs: `threads_bench` (bench/threads/threads.cpp), one (workload, threads, allocator) per "
+          "process, {} s each, median of {} repetitions, allocators interleaved".format(seconds, reps),
+          "- machine: {} usable CPUs; load average at start / end: {:.1f} / {:.1f}; section time {:.0f} s".format(
+              n, load_start, os.getloadavg()[0], time.time() - t0),
+          "- allocators: " + ", ".join("{} (`{}`)".format(a["name"], a["preload"]) if a["preload"] else a["name"]
+                                       for a in allocs),
+          "- every block is stamped at allocation and checked before its free; a run that fails the check, "
+          "times out ({:.0f} s) or runs under the wrong malloc is an error and has no throughput".format(timeout),
+          ""]
+    if errors:
+        md += ["Errors:", ""] + ["- " + e for e in errors] + [""]
+    md += [text, ""]
+    if plot:
+        md += ["![throughput vs threads]({})".format(plot), ""]
+    return rows, runs, md, errors
+
+
+# ---------------------------------------------------------------------------
 # Tables and plots
 # ---------------------------------------------------------------------------
 
@@ -269,61 +602,163 @@ def normalised_tables(results, programs, allocators, aged):
     return out
 
 
+# Plot styles, fixed per allocator so that every report and every panel draws
+# an allocator the same way, whatever subset ran: the peers in greys with
+# hollow markers, allotheque's heaps in a qualitative palette (tab10 without
+# its grey) with filled markers. Colour and marker together are unique; legends
+# list the peers first, then the heaps.
+PEER_GREYS = ["#111111", "#3d3d3d", "#636363", "#898989", "#adadad"]
+HEAP_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf"]
+MARKERS = ["o", "s", "^", "v", "D", "P", "X", "*", "h"]
+
+
+def plot_style(allocator):
+    if allocator in PEERS:
+        i = PEERS.index(allocator)
+        return {"color": PEER_GREYS[i % len(PEER_GREYS)], "marker": MARKERS[i % len(MARKERS)], "peer": True}
+    i = HEAPS.index(allocator) if allocator in HEAPS else len(HEAPS)
+    return {"color": HEAP_COLOURS[i % len(HEAP_COLOURS)], "marker": MARKERS[i % len(MARKERS)], "peer": False}
+
+
+def plot_order(allocators):
+    return sorted(allocators, key=lambda a: (0, PEERS.index(a)) if a in PEERS else
+                  (1, HEAPS.index(a) if a in HEAPS else len(HEAPS)))
+
+
+def grouped_legend(fig, entries):
+    """One legend for the figure, right of the plots: the peers, then allotheque's
+    heaps; entries = [(label, allocator, handle)]."""
+    peers = [(h, label) for label, a, h in entries if plot_style(a)["peer"]]
+    heaps = [(h, label) for label, a, h in entries if not plot_style(a)["peer"]]
+    top = 0.98
+    for title, group in (("peers", peers), ("allotheque", heaps)):
+        if not group:
+            continue
+        kw = dict(title=title, loc="upper left", bbox_to_anchor=(1.0, top), frameon=False, fontsize=9,
+                  title_fontsize=9)
+        try:
+            leg = fig.legend([h for h, _ in group], [a for _, a in group], alignment="left", **kw)
+        except TypeError:   # matplotlib < 3.6: title centred
+            leg = fig.legend([h for h, _ in group], [a for _, a in group], **kw)
+        fig.add_artist(leg)
+        fig.canvas.draw()                # the next group starts below this one
+        top = leg.get_window_extent().transformed(fig.transFigure.inverted()).y0 - 0.01
+
+
+def ratio_panel(ax, labels, series, ylabel, title):
+    """Per-label ratios to glibc, one marker per (label, allocator), dodged
+    within the label's slot; series = [(allocator, [ratio or None per label])].
+    Log scale, so 0.5x and 2x sit as far from the glibc line as each other."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    n = len(series)
+    step = 0.8 / max(1, n)
+    for i in range(len(labels)):
+        if i % 2:
+            ax.axvspan(i - 0.5, i + 0.5, color="#f2f2f2", zorder=0)
+    ax.axvspan(len(labels) - 1.5, len(labels) - 0.5, color="#fff4d6", zorder=0)   # the geomean slot
+    ax.axvline(len(labels) - 1.5, color="#999999", linewidth=0.8)
+    baseline = ax.axhline(1.0, color="black", linewidth=1.0, zorder=2)
+    handles = [("glibc = 1", "glibc", baseline)]
+    values = []
+    for j, (a, vals) in enumerate(series):
+        st = plot_style(a)
+        pts = [(i + (j - (n - 1) / 2) * step, v) for i, v in enumerate(vals) if v]
+        values += [v for _, v in pts]
+        h, = ax.plot([x for x, _ in pts], [v for _, v in pts], linestyle="none", marker=st["marker"],
+                     markersize=6.5, color=st["color"], markeredgecolor=st["color"], markeredgewidth=1.3,
+                     markerfacecolor="white" if st["peer"] else st["color"], zorder=3)
+        handles.append((a, a, h))
+    ax.set_yscale("log")
+    lo, hi = min(values + [1.0]), max(values + [1.0])
+    ax.set_ylim(lo / 1.15, hi * 1.15)
+    ticks = (0.1, 0.2, 0.3, 0.5, 0.7, 1, 1.5, 2, 3, 5, 7, 10, 15, 20, 30, 50, 70, 100) if hi / lo > 4 else \
+        (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.2, 1.4, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 5)
+    ticks = [t for t in ticks if lo / 1.15 <= t <= hi * 1.15]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: "{:g}".format(v)))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.grid(axis="y", color="#dddddd", linewidth=0.6, zorder=0)
+    ax.set_xlim(-0.5, len(labels) - 0.5)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, ha="right")
+    ax.get_xticklabels()[-1].set_fontweight("bold")
+    ax.set_ylabel(ylabel + " (log scale)")
+    ax.set_title(title)
+    return handles
+
+
 def plots(report_dir, results, programs, allocators, variants, cg):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
     except Exception as e:   # noqa: BLE001
         log("matplotlib unavailable, no plots: {}".format(e))
         return []
     made = []
+    allocators = plot_order(allocators)
     others = [a for a in allocators if a != "glibc"]
-    colors = {a: plt.cm.tab10(i % 10) for i, a in enumerate(allocators)}
 
-    # Figure 10 style: normalised run time per program, grouped bars.
-    fig, axes = plt.subplots(len(variants), 1, figsize=(max(10, len(programs) * 1.1), 4 * len(variants)),
+    # Figure 10 style: normalised run time per program.
+    fig, axes = plt.subplots(len(variants), 1, figsize=(max(11, len(programs) * 1.1), 4.2 * len(variants)),
                              squeeze=False)
+    handles = []
     for ax, (sc, aged) in zip(axes[:, 0], variants):
         idx = {(r["program"], r["allocator"]): r for r in results if r["aged"] == aged and r["scale"] == sc}
-        labels = programs + ["geomean"]
-        width = 0.8 / max(1, len(others))
-        for j, a in enumerate(others):
+        series = []
+        for a in others:
             vals = []
             for p in programs:
                 b, r = idx.get((p, "glibc")), idx.get((p, a))
-                vals.append(r["seconds"] / b["seconds"] if r and b and b["seconds"] > 0 else 0)
-            vals.append(gmean(vals) or 0)
-            ax.bar([i + (j - (len(others) - 1) / 2) * width for i in range(len(labels))], vals, width,
-                   label=a, color=colors[a])
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, rotation=30, ha="right")
-        ax.set_ylabel("run time / glibc")
-        ax.set_title("Olden run time normalised to glibc ({} heap, {} scale)".format("aged" if aged else "fresh", sc))
-        ax.legend(ncol=5, fontsize=8)
+                vals.append(r["seconds"] / b["seconds"] if r and b and b["seconds"] > 0 else None)
+            series.append((a, vals + [gmean(vals)]))
+        handles = ratio_panel(ax, programs + ["geomean"], series, "run time / glibc",
+                              "Olden run time normalised to glibc ({} heap, {} scale)".format(
+                                  "aged" if aged else "fresh", sc))
     fig.tight_layout()
+    grouped_legend(fig, handles)
     path = os.path.join(report_dir, "time.png")
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     made.append(("Run time normalised to glibc (Figure 10 style)", "time.png"))
 
-    # Table 6 style: fragmentation per allocator (mean over programs).
-    fig, ax = plt.subplots(figsize=(9, 4))
+    # Table 6 style: fragmentation per allocator (mean over programs); each
+    # allocator in its own colour, the heap variants told apart by hatching.
+    gap = 0.7   # between the peers and the heaps
+    xs = [i + (gap if not plot_style(a)["peer"] else 0) for i, a in enumerate(allocators)]
+    fig, ax = plt.subplots(figsize=(max(9, len(allocators) * 0.75), 4.2))
     width = 0.8 / len(variants)
+    hatches = ["", "////", "..", "xx"]
+    variant_handles = []
     for j, (sc, aged) in enumerate(variants):
         vals = []
         for a in allocators:
             fr = [r["fragmentation"] for r in results if r["aged"] == aged and r["scale"] == sc and r["allocator"] == a]
             vals.append(100 * (amean(fr) or 0))
-        ax.bar([i + (j - (len(variants) - 1) / 2) * width for i in range(len(allocators))], vals, width,
-               label="{} heap, {}".format("aged" if aged else "fresh", sc))
-    ax.set_xticks(range(len(allocators)))
+        colours = [plot_style(a)["color"] for a in allocators]
+        ax.bar([x + (j - (len(variants) - 1) / 2) * width for x in xs], vals, width,
+               color=colours, alpha=1.0 if j == 0 else 0.55, hatch=hatches[j % len(hatches)],
+               edgecolor=colours, linewidth=0.8, zorder=2)
+        variant_handles.append((Patch(facecolor="#888888", alpha=1.0 if j == 0 else 0.55, edgecolor="#888888",
+                                      hatch=hatches[j % len(hatches)]),
+                                "{} heap, {}".format("aged" if aged else "fresh", sc)))
+    ax.set_xticks(xs)
     ax.set_xticklabels(allocators, rotation=30, ha="right")
+    for label, a in zip(ax.get_xticklabels(), allocators):
+        label.set_color("#555555" if plot_style(a)["peer"] else "black")
+    npeers = sum(1 for a in allocators if plot_style(a)["peer"])
+    if 0 < npeers < len(allocators):
+        ax.axvline((xs[npeers - 1] + xs[npeers]) / 2, color="#999999", linewidth=0.8, linestyle="--")
+    for title, group in (("peers", xs[:npeers]), ("allotheque", xs[npeers:])):
+        if group:
+            ax.text((group[0] + group[-1]) / 2, 1.01, title, transform=ax.get_xaxis_transform(),
+                    ha="center", va="bottom", fontsize=9, color="#444444")
     ax.set_ylabel("fragmentation, % (mean over programs)")
-    ax.set_title("(peak RSS delta - peak requested) / peak requested")
+    ax.set_title("Fragmentation = (peak RSS delta - peak requested) / peak requested", pad=18)
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.legend()
+    ax.grid(axis="y", color="#dddddd", linewidth=0.6, zorder=0)
+    ax.legend([h for h, _ in variant_handles], [t for _, t in variant_handles], fontsize=9)
     fig.tight_layout()
     fig.savefig(os.path.join(report_dir, "fragmentation.png"), dpi=110)
     plt.close(fig)
@@ -333,26 +768,20 @@ def plots(report_dir, results, programs, allocators, variants, cg):
     if cg:
         idx = {(r["program"], r["allocator"]): r for r in cg}
         cprogs = [p for p in programs if (p, "glibc") in idx]
-        fig, axes = plt.subplots(2, 1, figsize=(max(10, len(cprogs) * 1.1), 8), squeeze=False)
+        fig, axes = plt.subplots(2, 1, figsize=(max(11, len(cprogs) * 1.1), 8.4), squeeze=False)
         for ax, key, title in ((axes[0, 0], "d1_misses", "D1 data misses"), (axes[1, 0], "ll_misses", "LL misses")):
-            labels = cprogs + ["geomean"]
-            width = 0.8 / max(1, len(others))
-            for j, a in enumerate(others):
+            series = []
+            for a in others:
                 vals = []
                 for p in cprogs:
                     b, r = idx.get((p, "glibc")), idx.get((p, a))
-                    vals.append(r[key] / b[key] if r and b and b.get(key) and r.get(key) is not None else 0)
-                vals.append(gmean(vals) or 0)
-                ax.bar([i + (j - (len(others) - 1) / 2) * width for i in range(len(labels))], vals, width,
-                       label=a, color=colors[a])
-            ax.axhline(1.0, color="black", linewidth=0.8)
-            ax.set_xticks(range(len(labels)))
-            ax.set_xticklabels(labels, rotation=30, ha="right")
-            ax.set_ylabel("misses / glibc")
-            ax.set_title("{} (cachegrind, quick scale, fresh heap)".format(title))
-            ax.legend(ncol=5, fontsize=8)
+                    vals.append(r[key] / b[key] if r and b and b.get(key) and r.get(key) is not None else None)
+                series.append((a, vals + [gmean(vals)]))
+            handles = ratio_panel(ax, cprogs + ["geomean"], series, "misses / glibc",
+                                  "{} (cachegrind, quick scale, fresh heap)".format(title))
         fig.tight_layout()
-        fig.savefig(os.path.join(report_dir, "locality.png"), dpi=110)
+        grouped_legend(fig, handles)
+        fig.savefig(os.path.join(report_dir, "locality.png"), dpi=110, bbox_inches="tight")
         plt.close(fig)
         made.append(("Cache misses normalised to glibc (Figure 11 style)", "locality.png"))
     return made
@@ -431,6 +860,189 @@ def run_trace_section(args, bdir, report_dir, scale):
     return md, errors
 
 
+def report_preamble():
+    return ["# allotheque benchmark report", "",
+            "- date: {}".format(datetime.datetime.now().isoformat(timespec="seconds")),
+            "- machine: {} ({} CPUs), {}".format(platform.node(), os.cpu_count(), platform.platform())]
+
+
+def threads_only(args, bdir, report_dir):
+    """--threads-only: the threads section alone; results.json holds only its
+    "threads" key."""
+    t0 = time.time()
+    rows, runs, md, errors = run_threads_section(args, bdir, report_dir)
+    with open(os.path.join(report_dir, "results.json"), "w") as f:
+        json.dump({"threads": rows}, f, indent=1)
+    with open(os.path.join(report_dir, "details.json"), "w") as f:
+        json.dump({"threads_runs": runs, "errors": errors, "elapsed_seconds": time.time() - t0}, f, indent=1)
+    with open(os.path.join(report_dir, "report.md"), "w") as f:
+        f.write("\n".join(report_preamble() + [""] + md) + "\n")
+    log("\nwrote {}/results.json, details.json, report.md ({:.0f} s)".format(report_dir, time.time() - t0))
+    if errors:
+        log("ERROR: {} threads cell(s) failed".format(len(errors)))
+        return 1
+    return 0
+# ---------------------------------------------------------------------------
+# Order section: allocation order != traversal order (bench/order, order_bench)
+# ---------------------------------------------------------------------------
+
+# (label, order_bench arguments). The first malloc run is the baseline rows are divided by.
+ORDER_BASELINE = "mimalloc"
+ORDER_TREE_VARIANTS = [
+    ("glibc", ["--allocator", "glibc"]),
+    ("jemalloc", ["--allocator", "jemalloc"]),
+    ("mimalloc", ["--allocator", "mimalloc"]),
+    ("tcmalloc", ["--allocator", "tcmalloc"]),
+    ("mimalloc, hinted container, no hint", ["--allocator", "mimalloc", "--container", "hinted", "--hint", "none"]),
+    ("velox, std + near_previous", ["--allocator", "velox"]),
+    ("medius, std + near_previous", ["--allocator", "medius"]),
+    ("velox, hinted (parent)", ["--allocator", "velox", "--container", "hinted", "--hint", "parent"]),
+    ("medius, hinted (parent)", ["--allocator", "medius", "--container", "hinted", "--hint", "parent"]),
+    ("velox, hinted (parent), own heap", ["--allocator", "velox", "--container", "hinted", "--hint", "parent",
+                                          "--layout", "isolated"]),
+    ("room prototype, hinted (parent), fill 25 %", ["--allocator", "room", "--container", "hinted", "--hint",
+                                                    "parent", "--fill", "25"]),
+    ("packed (key order, bump arena)", ["--allocator", "packed"]),
+]
+ORDER_GRAPH_VARIANTS = [
+    ("glibc", ["--allocator", "glibc"]),
+    ("jemalloc", ["--allocator", "jemalloc"]),
+    ("mimalloc", ["--allocator", "mimalloc"]),
+    ("tcmalloc", ["--allocator", "tcmalloc"]),
+    ("velox, near_previous", ["--allocator", "velox"]),
+    ("medius, near_previous", ["--allocator", "medius"]),
+    ("velox, hinted", ["--allocator", "velox", "--container", "hinted", "--hint", "source"]),
+    ("medius, hinted", ["--allocator", "medius", "--container", "hinted", "--hint", "source"]),
+    ("room prototype, hinted, fill 25 %", ["--allocator", "room", "--container", "hinted", "--hint", "source",
+                                           "--fill", "25"]),
+    ("packed (BFS order, bump arena)", ["--allocator", "packed"]),
+]
+ORDER_SIZES = {   # per scale: the order_bench size arguments of each workload
+    "quick": {"map": ["--n", "100000", "--lookups", "50000", "--passes", "2"],
+              "set": ["--n", "100000", "--lookups", "50000", "--passes", "2"],
+              "graph": ["--n", "40000", "--roots", "2"]},
+    "standard": {"map": ["--n", "400000", "--lookups", "200000", "--passes", "2"],
+                 "set": ["--n", "400000", "--lookups", "200000", "--passes", "2"],
+                 "graph": ["--n", "150000", "--roots", "2"]},
+    "full": {"map": ["--n", "2000000", "--lookups", "1000000", "--passes", "4"],
+             "set": ["--n", "2000000", "--lookups", "1000000", "--passes", "4"],
+             "graph": ["--n", "1000000", "--roots", "4"]},
+}
+
+
+def run_order_section(args, bdir, scale):
+    """Every (workload, variant) of order_bench `reps` times in fresh processes,
+    variants interleaved within each repetition; medians; checksums must agree
+    within a workload. Returns (markdown lines, details dict, errors)."""
+    exe = os.path.join(bdir, "bench", "order_bench")
+    if not os.access(exe, os.X_OK):
+        return ["## Allocation order != traversal order", "", "skipped: {} not built".format(exe), ""], {}, []
+    workloads = args.order_workloads.split(",")
+    reps = args.order_reps if args.order_reps is not None else (1 if scale == "quick" else 3)
+    jobs = []
+    for rep in range(reps):
+        for w in workloads:
+            for label, extra in (ORDER_GRAPH_VARIANTS if w == "graph" else ORDER_TREE_VARIANTS):
+                allocator = extra[extra.index("--allocator") + 1]
+                if allocator in PRELOAD and PRELOAD[allocator] and not os.path.exists(PRELOAD[allocator]):
+                    continue
+                jobs.append((rep, w, label, allocator, ["--workload", w] + ORDER_SIZES[scale][w] + extra))
+    log("\norder: {} runs ({} workload(s) x variants x {} repetitions), scale {}".format(
+        len(jobs), len(workloads), reps, scale))
+    runs, errors = [], []
+    t0 = time.time()
+    load_start = os.getloadavg()
+    for k, (rep, w, label, allocator, argv) in enumerate(jobs, 1):
+        head = "[{:3d}/{}] rep {} {:5s} {:45s}".format(k, len(jobs), rep + 1, w, label)
+        try:
+            p = subprocess.run([exe] + argv, env=env_for(allocator), capture_output=True, text=True,
+                               timeout=args.timeout)
+            if p.returncode != 0:
+                raise RuntimeError("exit {}: {}".format(p.returncode, p.stderr.strip()[-300:]))
+            rec = json.loads([l for l in p.stdout.splitlines() if l.startswith("{")][-1])
+            if allocator in PRELOAD and rec.get("malloc_library") != allocator:
+                raise RuntimeError("active malloc is {}, not {}".format(rec.get("malloc_library"), allocator))
+        except Exception as e:   # noqa: BLE001 - reported, the section goes on
+            errors.append("order {} {}: {}".format(w, label, e))
+            log(head + " FAILED: {}".format(e))
+            continue
+        rec.update({"rep": rep, "variant": label})
+        runs.append(rec)
+        main_ns = rec["bfs_ns"] if w == "graph" else rec["walk_ns"]
+        log(head + " {:7.1f} ns  rss {:6.1f} MiB  ({:.0f} s)".format(main_ns, rec["peak_rss_delta_bytes"] / 2**20,
+                                                                    time.time() - t0))
+    # Checksums: one per workload, whatever the allocator.
+    bad = {}
+    for w in workloads:
+        sums = {}
+        for r in runs:
+            if r["workload"] == w:
+                sums.setdefault(r["checksum"], set()).add(r["variant"])
+        if len(sums) > 1:
+            bad[w] = {c: sorted(v) for c, v in sums.items()}
+            errors.append("order {}: checksums differ: {}".format(w, json.dumps(bad[w])))
+    summary = {}
+    for r in runs:
+        summary.setdefault((r["workload"], r["variant"]), []).append(r)
+    metrics = ("walk_ns", "lookup_ns", "bfs_ns", "build_ns", "peak_rss_delta_bytes")
+    med = {k: {m: statistics.median(x[m] for x in rs) for m in metrics} for k, rs in summary.items()}
+    # The fastest repetition too: other work on a shared machine only ever adds time.
+    best = {k: {m: min(x[m] for x in rs) for m in metrics} for k, rs in summary.items()}
+    md = ["## Allocation order != traversal order (bench/order)", "",
+          "- {} repetitions, fresh process each, variants interleaved; medians. Times are thread CPU time per "
+          "walked node, per lookup, per scanned edge (bench/README.md); memory is the peak RSS growth of the whole "
+          "run, unrelated allocations included. Ratios are to std containers on {}.".format(reps, ORDER_BASELINE),
+          "- sizes ({} scale): {}".format(scale, "; ".join("{}: {}".format(w, " ".join(ORDER_SIZES[scale][w]))
+                                                          for w in workloads)),
+          "- load average at start / end: {:.1f} / {:.1f}; wall time {:.0f} s".format(
+              load_start[0], os.getloadavg()[0], time.time() - t0),
+          "- checksums: {}".format("all agree within each workload" if not bad else "MISMATCH " + json.dumps(bad)),
+          ""]
+    for w in workloads:
+        base, base_best = med.get((w, ORDER_BASELINE)), best.get((w, ORDER_BASELINE))
+        ratio = lambda v, m: v[m] / base[m] if base and base[m] else None   # noqa: E731
+        best_ratio = lambda label, m: (best[(w, label)][m] / base_best[m]   # noqa: E731
+                                       if base_best and base_best[m] else None)
+        rows = []
+        for label, _ in (ORDER_GRAPH_VARIANTS if w == "graph" else ORDER_TREE_VARIANTS):
+            v = med.get((w, label))
+            if v is None:
+                continue
+            first = summary[(w, label)][0]
+            packed = label.startswith("packed")
+            mem = "-" if packed and w == "graph" else fmt(ratio(v, "peak_rss_delta_bytes"))
+            if w == "graph":
+                rows.append([label, fmt(v["bfs_ns"], "{:.1f}"), fmt(ratio(v, "bfs_ns")),
+                             fmt(best_ratio(label, "bfs_ns")), mem, fmt(v["build_ns"], "{:.0f}"),
+                             fmt(first["same_line"], "{:.2f}"), fmt(first["same_page"], "{:.2f}")])
+            else:
+                rows.append([label, fmt(v["walk_ns"], "{:.1f}"), fmt(ratio(v, "walk_ns")),
+                             fmt(best_ratio(label, "walk_ns")), fmt(v["lookup_ns"], "{:.0f}"),
+                             fmt(ratio(v, "lookup_ns")), fmt(best_ratio(label, "lookup_ns")), mem,
+                             fmt(v["build_ns"], "{:.0f}"), fmt(first["within_256"], "{:.2f}"),
+                             fmt(first["same_page"], "{:.2f}")])
+        if w == "graph":
+            head = ["variant", "BFS ns/edge", "BFS / " + ORDER_BASELINE, "(fastest)", "memory / " + ORDER_BASELINE,
+                    "build ns/edge", "cells: same line", "cells: same page"]
+            title = "graph: breadth-first search, graph built in random edge order"
+        else:
+            head = ["variant", "walk ns/node", "walk / " + ORDER_BASELINE, "(fastest)", "lookup ns",
+                    "lookup / " + ORDER_BASELINE, "(fastest)", "memory / " + ORDER_BASELINE, "build ns/insert",
+                    "neighbours: <256 B", "neighbours: same page"]
+            title = "{}: random-order inserts, in-order walks, random lookups".format(w)
+        text = table(rows, head)
+        log("\norder, {}\n{}".format(title, text))
+        md += ["### " + title, "", text, ""]
+    md += ["Ratios are of medians; `(fastest)` divides the fastest repetitions instead (other work on a shared "
+           "machine only adds time). "
+           "`neighbours`: share of in-order neighbours (graph: consecutive cells of one adjacency list, the node "
+           "included) within 256 bytes / in one 64-byte line / in one 4 KiB page. The packed graph's memory holds "
+           "the original and the copy, so it is not shown.", ""]
+    details = {"scale": scale, "repetitions": reps, "workloads": workloads, "runs": runs,
+               "checksum_mismatches": bad}
+    return md, details, errors
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-dir", default="build/bench")
@@ -455,7 +1067,28 @@ def main():
     ap.add_argument("--trace", dest="trace", action="store_true", default=True,
                     help="profiler section (default): tracer overhead and replay-vs-real agreement")
     ap.add_argument("--no-trace", dest="trace", action="store_false")
+    ap.add_argument("--order", dest="order", action="store_true", default=True,
+                    help="order section (default): allocation order != traversal order, bench/order")
+    ap.add_argument("--no-order", dest="order", action="store_false")
+    ap.add_argument("--order-only", action="store_true", help="run the order section alone (order.md, order.json)")
+    ap.add_argument("--order-workloads", default="map,graph", help="comma-separated: map,set,graph")
+    ap.add_argument("--order-reps", type=int, default=None, help="repetitions in the order section (default 3; "
+                    "--quick: 1)")
     ap.add_argument("--timeout", type=float, default=900)
+    t = ap.add_argument_group("threads section (bench/threads, multi-threaded malloc throughput)")
+    t.add_argument("--threads", dest="threads", action="store_true", default=True, help="run it (default)")
+    t.add_argument("--no-threads", dest="threads", action="store_false")
+    t.add_argument("--threads-only", action="store_true",
+                   help="run only this section (no Olden, micro-benchmarks or profiler)")
+    t.add_argument("--thread-counts", default=None,
+                   help="comma-separated thread counts (default: powers of two up to nproc, nproc, 2 x nproc)")
+    t.add_argument("--threads-workloads", default=None, help="comma-separated subset of " + ",".join(THREAD_WORKLOADS))
+    t.add_argument("--threads-seconds", type=float, default=None,
+                   help="timed window of one run (default 0.25; --quick: 0.1)")
+    t.add_argument("--threads-reps", type=int, default=None, help="repetitions (default: --reps)")
+    t.add_argument("--threads-timeout", type=float, default=30, help="seconds before a run counts as hung")
+    t.add_argument("--threads-lib", action="append", default=None, metavar="PATH",
+                   help="one more allotheque malloc library to compare (repeatable)")
     args = ap.parse_args()
 
     os.chdir(ROOT)
@@ -472,6 +1105,18 @@ def main():
     report_dir = args.report_dir or os.path.join(ROOT, "build", "bench-report")
     os.makedirs(report_dir, exist_ok=True)
     bdir = os.path.abspath(args.build_dir)
+    if args.threads_only:
+        return threads_only(args, bdir, report_dir)
+    if args.order_only:
+        md, details, errors = run_order_section(args, bdir, scale)
+        with open(os.path.join(report_dir, "order.md"), "w") as f:
+            f.write("\n".join(["# allotheque benchmark report: order section", ""] + md) + "\n")
+        with open(os.path.join(report_dir, "order.json"), "w") as f:
+            json.dump(details, f, indent=1)
+        log("\nwrote {}/order.md and order.json".format(report_dir))
+        for e in errors:
+            log("ERROR: " + e)
+        return 1 if errors else 0
     exe = os.path.join(bdir, "bench", "olden")
     if not os.access(exe, os.X_OK):
         sys.exit("run.py: {} not found; build first (cmake --preset bench && cmake --build --preset bench)".format(exe))
@@ -554,25 +1199,31 @@ def main():
     if args.micro:
         micro = run_micro(args, os.path.join(bdir, "bench", "micro"))
     micro_md, k_ratio = micro_tables(micro)
+    threads_rows, threads_runs, threads_md = [], [], []
+    if args.threads:
+        threads_rows, threads_runs, threads_md, threads_errors = run_threads_section(args, bdir, report_dir)
+        errors += threads_errors
+    order_md, order_details = [], {}
+    if args.order:
+        order_md, order_details, order_errors = run_order_section(args, bdir, scale)
+        errors += order_errors
     elapsed = time.time() - t0
 
     # ---- console tables and report ----
-    md = ["# allotheque benchmark report", "",
-          "- date: {}".format(datetime.datetime.now().isoformat(timespec="seconds")),
-          "- machine: {} ({} CPUs), {}".format(platform.node(), os.cpu_count(), platform.platform()),
-          "- runs: {}; repetitions: {} (median); concurrent runs: {}".format(vtext, args.reps, args.jobs),
-          "- Olden wall time: {:.0f} s; total: {:.0f} s".format(t_olden, elapsed),
-          "- load average at start / end: {:.1f} / {:.1f} (other work on the machine inflates and scatters "
-          "times)".format(load_start[0], os.getloadavg()[0]),
-          "- malloc baselines: the same binary with LD_PRELOAD; the library active in each run is read from "
-          "/proc/self/maps and checked (column `malloc_library` in results.json)",
-          "- memory: peak_os = VmHWM after the program - VmRSS before it (VmHWM reset via /proc/self/clear_refs "
-          "after ageing), the same measure for every allocator; fragmentation = (peak_os - peak_requested) / "
-          "peak_requested. On an aged heap peak_requested counts the program's bytes only, and holes left by "
-          "ageing can make fragmentation negative.",
-          "- checksums: {}".format("all agree" if not bad else "MISMATCH: " + json.dumps(
-              {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()})),
-          ""]
+    md = report_preamble() + [
+        "- runs: {}; repetitions: {} (median); concurrent runs: {}".format(vtext, args.reps, args.jobs),
+        "- Olden wall time: {:.0f} s; total: {:.0f} s".format(t_olden, elapsed),
+        "- load average at start / end: {:.1f} / {:.1f} (other work on the machine inflates and scatters "
+        "times)".format(load_start[0], os.getloadavg()[0]),
+        "- malloc baselines: the same binary with LD_PRELOAD; the library active in each run is read from "
+        "/proc/self/maps and checked (column `malloc_library` in results.json)",
+        "- memory: peak_os = VmHWM after the program - VmRSS before it (VmHWM reset via /proc/self/clear_refs "
+        "after ageing), the same measure for every allocator; fragmentation = (peak_os - peak_requested) / "
+        "peak_requested. On an aged heap peak_requested counts the program's bytes only, and holes left by "
+        "ageing can make fragmentation negative.",
+        "- checksums: {}".format("all agree" if not bad else "MISMATCH: " + json.dumps(
+            {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()})),
+        ""]
     if errors:
         md += ["## Errors", ""] + ["- " + e for e in errors] + [""]
     for sc, aged in variants:
@@ -607,17 +1258,20 @@ def main():
             md += ["Composed Kingsley / hand-written Kingsley, geometric mean: **{:.3f}**".format(k_ratio), ""]
     made = plots(report_dir, [r for r in results if r.get("seconds") is not None], programs, allocators,
                  variants, cg)
+    md += order_md
     md += ["## Plots", ""]
     for title, f in made:
         md += ["### " + title, "", "![{}]({})".format(title, f), ""]
+    md += threads_md
 
     with open(os.path.join(report_dir, "results.json"), "w") as f:
-        json.dump(results, f, indent=1)
+        json.dump({"olden": results, "threads": threads_rows}, f, indent=1)
     doc = {"scale": scale, "variants": [{"scale": s, "aged": a} for s, a in variants], "repetitions": args.reps,
            "jobs": args.jobs, "allocators": allocators,
            "programs": programs, "runs": runs, "cachegrind": cg, "micro": micro, "errors": errors,
            "checksum_mismatches": {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()},
-           "kingsley_composed_over_plain": k_ratio, "elapsed_seconds": elapsed}
+           "kingsley_composed_over_plain": k_ratio, "threads_runs": threads_runs, "order": order_details,
+           "elapsed_seconds": elapsed}
     with open(os.path.join(report_dir, "details.json"), "w") as f:
         json.dump(doc, f, indent=1)
     if args.micro:

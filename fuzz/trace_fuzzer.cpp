@@ -1,8 +1,8 @@
 // libFuzzer harness for the trace reader and everything that consumes a trace:
 // any byte string must either parse or throw trace_error, and a parsed trace
-// must go through resolve(), the summary (text and HTML), and the replay
-// planner (which may refuse it with plan_error) without crashing, under
-// ASan+UBSan.
+// must go through resolve(), the summary (text and HTML; parsed whole and
+// streamed by trace_reader, which must agree), and the replay planner (which
+// may refuse it with plan_error) without crashing, under ASan+UBSan.
 //
 // Input: one control byte, then the file. Control bit 0 recomputes every
 // record's checksum before parsing, so mutations get past the checksum and
@@ -46,7 +46,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     const tr::timeline tl = tr::resolve(t);
-    const auto s = allotheque::tools::summarise(t, tl);
+    const auto s = allotheque::tools::summarise(t);
+    // The command streams the trace instead of parsing it whole: the same
+    // summary, or the two paths have diverged.
+    const auto streamed =
+        allotheque::tools::summarise(tr::trace_reader(bytes, {.allow_truncated = (control & 2) != 0}));
+    if (allotheque::tools::format_text(streamed, {}, 10) != allotheque::tools::format_text(s, {}, 10))
+        __builtin_trap();
     const auto syms = allotheque::tools::symbolize_sites(s, t.maps, false, nullptr);
     (void)allotheque::tools::format_text(s, syms, 10);
     (void)allotheque::tools::html_report(s, syms);

@@ -14,6 +14,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <allotheque/allocators/defero.hpp>
@@ -362,4 +363,151 @@ TEMPLATE_TEST_CASE("containers release everything: destructor, clear, deallocate
         al::hinted_set<int, std::less<int>, TestType> s(h, {1, 2, 3});
         CHECK(s.size() == 3);
     }
+}
+
+namespace {
+// A heap over malloc that records the hint of every allocation.
+struct recording_heap {
+    static constexpr std::size_t max_alignment = alignof(std::max_align_t);
+    std::vector<const void*> hints;
+    long live = 0;
+    void* allocate(const al::request& r) {
+        hints.push_back(r.hint);
+        ++live;
+        return ::operator new(r.size);
+    }
+    void deallocate(void* p, const al::request&) noexcept {
+        --live;
+        ::operator delete(p);
+    }
+};
+
+template <class S>
+const void* at(const S& s, int k) {
+    auto it = s.find(k);
+    REQUIRE(it != s.end());
+    return it.address();
+}
+} // namespace
+
+TEST_CASE("tree_hint: the hint names the parent, the predecessor or the successor", "[stl][hinted_tree][hint]") {
+    // Keys 10, 5, 20 make 10 the root with children 5 and 20. Then 7 becomes
+    // the right child of 5 (predecessor 5, successor 10) and 15 the left child
+    // of 20 (predecessor 10, successor 20): neither insertion rotates.
+    recording_heap hp, hq, hs;
+    al::hinted_set<int, std::less<int>, recording_heap, al::tree_hint::parent> p(hp);
+    al::hinted_set<int, std::less<int>, recording_heap, al::tree_hint::predecessor> q(hq);
+    al::hinted_set<int, std::less<int>, recording_heap, al::tree_hint::successor> s(hs);
+    for (int k : {10, 5, 20, 7, 15}) {
+        p.insert(k);
+        q.insert(k);
+        s.insert(k);
+    }
+    // The first node has no neighbour: no hint.
+    CHECK(hp.hints[0] == nullptr);
+    CHECK(hq.hints[0] == nullptr);
+    CHECK(hs.hints[0] == nullptr);
+    // 5: smallest key, left child of 10. Predecessor falls back to the successor.
+    CHECK(hp.hints[1] == at(p, 10));
+    CHECK(hq.hints[1] == at(q, 10));
+    CHECK(hs.hints[1] == at(s, 10));
+    // 20: largest key, right child of 10. Successor falls back to the predecessor.
+    CHECK(hp.hints[2] == at(p, 10));
+    CHECK(hq.hints[2] == at(q, 10));
+    CHECK(hs.hints[2] == at(s, 10));
+    // 7: right child of 5.
+    CHECK(hp.hints[3] == at(p, 5));
+    CHECK(hq.hints[3] == at(q, 5));
+    CHECK(hs.hints[3] == at(s, 10));
+    // 15: left child of 20; its predecessor is the root, two levels up.
+    CHECK(hp.hints[4] == at(p, 20));
+    CHECK(hq.hints[4] == at(q, 10));
+    CHECK(hs.hints[4] == at(s, 20));
+    // A duplicate allocates nothing.
+    CHECK_FALSE(q.insert(7).second);
+    CHECK(hq.hints.size() == 5);
+}
+
+TEMPLATE_TEST_CASE("tree_hint: every policy behaves like std::map and hints a neighbour", "[stl][hinted_tree][hint]",
+                   al::tree_hint::parent, al::tree_hint::predecessor, al::tree_hint::successor) {
+    // Random operations against std::map; after each new key, the recorded
+    // hint must be the neighbour the policy names (parent: one of the two).
+    recording_heap h;
+    {
+        al::hinted_map<int, int, std::less<int>, recording_heap, TestType> m(h);
+        std::map<int, int> ref;
+        std::mt19937 rng(17);
+        for (int op = 0; op < 20000; ++op) {
+            const int k = static_cast<int>(rng() % 3000);
+            if (rng() % 3 != 0) {
+                const std::size_t before = h.hints.size();
+                auto [it, fresh] = m.try_emplace(k, op);
+                REQUIRE(fresh == ref.try_emplace(k, op).second);
+                REQUIRE(h.hints.size() == before + (fresh ? 1 : 0));
+                if (!fresh) continue;
+                const void* pred = it == m.begin() ? nullptr : std::prev(it).address();
+                const void* succ = std::next(it) == m.end() ? nullptr : std::next(it).address();
+                const void* hint = h.hints.back();
+                if constexpr (std::is_same_v<TestType, al::tree_hint::predecessor>) {
+                    CHECK(hint == (pred ? pred : succ));
+                } else if constexpr (std::is_same_v<TestType, al::tree_hint::successor>) {
+                    CHECK(hint == (succ ? succ : pred));
+                } else {
+                    CHECK(((hint == pred && pred) || (hint == succ && succ) || (!pred && !succ && !hint)));
+                }
+            } else {
+                REQUIRE(m.erase(k) == ref.erase(k));
+            }
+        }
+        REQUIRE(m.size() == ref.size());
+        CHECK(std::equal(m.begin(), m.end(), ref.begin(), ref.end(),
+                         [](const auto& a, const auto& b) { return a.first == b.first && a.second == b.second; }));
+        CHECK(h.live == static_cast<long>(ref.size()));
+    }
+    CHECK(h.live == 0);
+}
+
+TEST_CASE("tree_hint: a node lands by the neighbour its policy names when that vicinity has room",
+          "[stl][hinted_tree][hint]") {
+    // Keys 4000i and 4000i + 2000 are inserted first (vicinities A), then
+    // 4000i + 1000 and 4000i + 3000 (vicinities B); erasing the +2000 and +3000
+    // keys leaves a hole per remaining node in every vicinity. Key 4000i + 1 has
+    // its predecessor in an A and its successor in a B: it must land in the one
+    // its policy names. Velox, whose 64 KiB vicinities never alias (Medius's
+    // pages alias every 256 MiB, which memory from ASan's malloc hits).
+    constexpr int n = 10000;
+    auto vicinity = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) >> 16; };
+    auto run = [&](auto& s) {
+        for (int i = 0; i < n; ++i) s.insert(4000 * i), s.insert(4000 * i + 2000);
+        for (int i = 0; i < n; ++i) s.insert(4000 * i + 1000), s.insert(4000 * i + 3000);
+        for (int i = 0; i < n; ++i) s.erase(4000 * i + 2000), s.erase(4000 * i + 3000);
+        std::size_t by_pred = 0, by_succ = 0;
+        for (int i = 0; i < n; ++i) {
+            auto it = s.insert(4000 * i + 1).first;
+            REQUIRE(vicinity(std::prev(it).address()) != vicinity(std::next(it).address()));
+            by_pred += vicinity(it.address()) == vicinity(std::prev(it).address());
+            by_succ += vicinity(it.address()) == vicinity(std::next(it).address());
+        }
+        return std::pair{static_cast<double>(by_pred) / n, static_cast<double>(by_succ) / n};
+    };
+    velox_c h1, h2;
+    std::pair<double, double> pred, succ;
+    {
+        al::hinted_set<int, std::less<int>, velox_c, al::tree_hint::predecessor> s(h1);
+        pred = run(s);
+    }
+    {
+        al::hinted_set<int, std::less<int>, velox_c, al::tree_hint::successor> s(h2);
+        succ = run(s);
+    }
+    INFO("predecessor policy: in the predecessor's vicinity " << pred.first << ", the successor's " << pred.second);
+    INFO("successor policy: in the predecessor's vicinity " << succ.first << ", the successor's " << succ.second);
+    CHECK(pred.first > 0.95);
+    CHECK(pred.second < 0.05);
+    CHECK(succ.second > 0.95);
+    CHECK(succ.first < 0.05);
+    h1.deallocate_all();
+    h2.deallocate_all();
+    CHECK(h1.source().bytes() == 0);
+    CHECK(h2.source().bytes() == 0);
 }

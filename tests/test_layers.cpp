@@ -78,9 +78,12 @@ static_assert(ly::heap<ly::stats<ly::per_thread<ly::checked<kingsley>>>>);
 static_assert(ly::has_deallocate_all<ly::locked<velox>> && !ly::has_deallocate_all<ly::locked<minimal_heap>>);
 static_assert(ly::has_stats<ly::locked<velox>> && !ly::has_stats<ly::locked<minimal_heap>>);
 static_assert(ly::has_last_allocation<deep> && !ly::has_last_allocation<ly::checked<minimal_heap>>);
-static_assert(ly::has_deallocate_all<ly::per_thread<velox>> && !ly::has_deallocate_all<ly::per_thread<minimal_heap>>);
+static_assert(ly::has_deallocate_all<ly::per_thread<velox>> && ly::has_trim<ly::per_thread<velox>>);
 static_assert(ly::has_deallocate_run<ly::locked<velox>> && !ly::has_deallocate_run<ly::locked<minimal_heap>>);
-static_assert(!ly::has_owns<ly::locked<velox>> && ly::has_owns<ly::locked<ly::checked<velox>>>);
+static_assert(ly::has_owns<ly::locked<velox>> && !ly::has_owns<ly::locked<minimal_heap>>);
+// Which heap holds a block (what per_thread needs) forwards through every layer.
+static_assert(ly::has_owner<deep> && ly::has_owner<ly::stats<ly::checked<kingsley>>> && !ly::has_owner<minimal_heap>);
+static_assert(ly::has_unsized_deallocate<ly::locked<velox>> && !ly::has_unsized_deallocate<ly::stats<velox>>);
 static_assert(ly::has_stats<ly::stats<minimal_heap>>);   // the collector always reports its own counters
 // Constants forward: a layered Velox still defaults to the near-previous hint.
 static_assert(deep::locality_aware && !ly::locked<kingsley>::locality_aware);

@@ -30,6 +30,7 @@
 #include <allotheque/allocators/defero.hpp>
 #include <allotheque/allocators/medius.hpp>
 #include <allotheque/allocators/velox.hpp>
+#include <allotheque/backend/page_map.hpp>
 #include <allotheque/sources/counting_source.hpp>
 
 namespace al = allotheque;
@@ -168,7 +169,7 @@ TEST_CASE("velox: fallback to the last used vicinity, then the lowest, then a re
 
 TEST_CASE("velox: a size never seen before refills; the next request of it stays with the refill",
           "[locality][velox]") {
-    al::velox_heap<al::counting_source<al::sbrk_source>> h;
+    al::velox_heap<al::counting_source<al::arena_source>> h;
     void* first = alloc(h, 40, nullptr);
     void* second = alloc(h, 40, first);
     CHECK(velox_class(second) == velox_class(first));
@@ -308,7 +309,24 @@ void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uin
         std::unordered_map<const void*, std::uint64_t> free_key;
         std::unordered_map<std::uint64_t, std::size_t> free_count;
         auto key = [&](const void* p, std::size_t good) { return (class_of(p) << 13) | good; };
-        std::size_t checked = 0, fell_back = 0;
+        std::size_t checked = 0, fell_back = 0, reclaims = 0;
+        // A reclaim gives fully free spans back: their chunks leave the heap's
+        // classes, so the reference forgets those (and only those).
+        auto forget_reclaimed = [&] {
+            if (h.stats().reclaims == reclaims) return;
+            reclaims = h.stats().reclaims;
+            auto& map = al::backend::page_map::instance();
+            for (auto it = free_key.begin(); it != free_key.end();) {
+                const al::backend::span* sp = map.find(it->first);
+                if (sp && sp->owner == &h && sp->state == al::backend::span_state::small &&
+                    sp->chunk == (it->second & ((std::uint64_t{1} << 13) - 1))) {
+                    ++it;
+                    continue;
+                }
+                --free_count[it->second];
+                it = free_key.erase(it);
+            }
+        };
         constexpr std::size_t ops = 1'000'000;
         std::size_t target = 4000;
 
@@ -326,6 +344,7 @@ void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uin
                     must_match = it != free_count.end() && it->second > 0;
                 }
                 auto* p = static_cast<std::byte*>(alloc(h, n, hint));
+                forget_reclaimed();
                 if (must_match) {
                     ++checked;
                     if (class_of(p) != class_of(hint)) FAIL("placement rule broken at op " << op);
@@ -358,6 +377,7 @@ void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uin
                 release(h, b.p, b.n);
                 free_key[b.p] = key(b.p, good);
                 ++free_count[key(b.p, good)];
+                forget_reclaimed();
             }
         }
         INFO("decidable placements checked: " << checked << ", fell back: " << fell_back);
@@ -371,16 +391,16 @@ void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uin
 } // namespace
 
 TEST_CASE("velox: model-based, 1M operations", "[locality][velox][model]") {
-    model_run<al::velox_heap<al::counting_source<al::sbrk_source>>>(velox_class, {16, 24, 32, 40, 48, 64, 96, 128},
+    model_run<al::velox_heap<al::counting_source<al::arena_source>>>(velox_class, {16, 24, 32, 40, 48, 64, 96, 128},
                                                                       12345);
 }
 
 TEST_CASE("medius: model-based, 1M operations", "[locality][medius][model]") {
-    model_run<al::medius_heap<al::counting_source<al::sbrk_source>>>(medius_class, {16, 24, 32, 40, 48, 64, 96, 128},
+    model_run<al::medius_heap<al::counting_source<al::arena_source>>>(medius_class, {16, 24, 32, 40, 48, 64, 96, 128},
                                                                        23456);
 }
 
 TEST_CASE("defero: model-based, 1M operations", "[locality][defero][model]") {
-    model_run<al::defero_heap<al::counting_source<al::sbrk_source>>>(page_of, {16, 40, 48, 64, 96, 128, 136, 200, 256},
+    model_run<al::defero_heap<al::counting_source<al::arena_source>>>(page_of, {16, 40, 48, 64, 96, 128, 136, 200, 256},
                                                                        34567);
 }

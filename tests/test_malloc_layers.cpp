@@ -1,14 +1,16 @@
 // layers::sized and layers::page_map: malloc-style interfaces (free without a
-// size) over the exact-size heaps Velox and Medius; and heap_options' page_spans.
+// size) over the exact-size heaps Velox and Medius; and the page map behind them.
 #include "catch.hpp"
 
 #include <allotheque/allocators/medius.hpp>
+#include <allotheque/backend/page_map.hpp>
 #include <allotheque/allocators/velox.hpp>
 #include <allotheque/layers/page_map.hpp>
 #include <allotheque/layers/sized.hpp>
 #include <allotheque/sources/counting_source.hpp>
 #include <allotheque/sources/mmap_source.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -72,38 +74,32 @@ TEMPLATE_TEST_CASE("malloc-style layers serve, align and free without a size", "
     delete m;
 }
 
-TEST_CASE("page_spans: every page of a heap holds one chunk size", "[heap][malloc]") {
+TEST_CASE("page map: every page of a span holds one chunk size", "[heap][malloc]") {
     using H = at::velox_heap<src, page_opts>;
-    struct record {
-        std::vector<std::uintptr_t> first, bytes, chunk;
-    } seen;
     H h;
-    h.set_span_observer(
-        [](void* c, std::byte* f, std::size_t n, std::size_t s) noexcept {
-            auto& r = *static_cast<record*>(c);
-            r.first.push_back(reinterpret_cast<std::uintptr_t>(f));
-            r.bytes.push_back(n);
-            r.chunk.push_back(s);
-        },
-        &seen);
+    auto& map = at::backend::page_map::instance();
     std::vector<std::pair<void*, std::size_t>> ps;
     for (std::size_t i = 0; i < 3000; ++i) {
         const std::size_t n = 8 + (i * 37) % 3000;
         ps.emplace_back(h.allocate(at::request{n}), n);
     }
-    REQUIRE(!seen.first.empty());
-    for (std::size_t i = 0; i < seen.first.size(); ++i) {
-        CHECK(seen.first[i] % at::detail::page_size == 0);
-        for (std::size_t j = 0; j < i; ++j)   // disjoint ranges
-            CHECK((seen.first[i] + seen.bytes[i] <= seen.first[j] || seen.first[j] + seen.bytes[j] <= seen.first[i]));
-    }
-    // Each block lies in a range reported for its size.
+    std::vector<const at::backend::span*> spans;
     for (auto [p, n] : ps) {
-        const auto x = reinterpret_cast<std::uintptr_t>(p);
-        bool found = false;
-        for (std::size_t i = 0; i < seen.first.size() && !found; ++i)
-            found = x >= seen.first[i] && x < seen.first[i] + seen.bytes[i] && seen.chunk[i] == H::good_size(n);
-        CHECK(found);
+        const at::backend::span* sp = map.find(p);
+        REQUIRE(sp != nullptr);
+        CHECK(sp->state == at::backend::span_state::small);
+        CHECK(sp->chunk == H::good_size(n));   // one chunk size per span, found from any of its pages
+        CHECK(sp->owner == &h);
+        CHECK(reinterpret_cast<std::uintptr_t>(sp->base) % at::detail::page_size == 0);
+        CHECK(sp->bytes % at::detail::page_size == 0);
+        CHECK((static_cast<std::byte*>(p) - sp->base) % sp->chunk == 0);
+        CHECK(h.usable_size(p) == H::good_size(n));
+        for (std::size_t pg = 0; pg < sp->bytes; pg += at::detail::page_size) CHECK(map.find(sp->base + pg) == sp);
+        spans.push_back(sp);
     }
+    std::sort(spans.begin(), spans.end());
+    spans.erase(std::unique(spans.begin(), spans.end()), spans.end());
+    std::sort(spans.begin(), spans.end(), [](auto* a, auto* b) { return a->base < b->base; });
+    for (std::size_t i = 1; i < spans.size(); ++i) CHECK(spans[i - 1]->end() <= spans[i]->base);   // disjoint
     for (auto [p, n] : ps) h.deallocate(p, at::request{n});
 }

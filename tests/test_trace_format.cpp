@@ -7,7 +7,9 @@
 #include <allotheque/trace/reader.hpp>
 
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -348,4 +350,116 @@ TEST_CASE("trace objects: allocations pair with their frees", "[trace]") {
     REQUIRE(r.reused_live == 1);
     REQUIRE(r.born[2] == 2);
     REQUIRE(r.ended[2] == 0);
+}
+
+TEST_CASE("trace: threads flushed out of order merge by time, each keeping its own order", "[trace]") {
+    // Each thread's events in increasing time; the threads' blocks are
+    // flushed in random chunks, so a thread's events can lie far behind
+    // another's in the file. The stream must come out sorted by time, ties in
+    // file order, and trace_reader::info() must describe the same trace.
+    std::mt19937_64 rng(21);
+    for (int round = 0; round < 30; ++round) {
+        const unsigned threads = 1 + unsigned(rng() % 6);
+        struct ev {
+            std::uint64_t time, address;
+            std::uint32_t thread;
+        };
+        std::vector<std::vector<ev>> per(threads);
+        std::uint64_t t = 10;
+        for (unsigned i = 0; i < 2000; ++i) {
+            const auto th = std::uint32_t(rng() % threads);
+            t += rng() % 4;  // equal times happen
+            per[th].push_back({t, 0x1000 + 16 * std::uint64_t(i), th});
+        }
+        tr::builder b;
+        std::vector<std::size_t> next(threads, 0);
+        std::vector<ev> file_order;
+        for (bool left = true; left;) {
+            left = false;
+            for (unsigned th = 0; th < threads; ++th) {
+                const std::size_t n = std::min<std::size_t>(per[th].size() - next[th], 1 + rng() % 300);
+                for (std::size_t k = 0; k < n; ++k) {
+                    const ev& e = per[th][next[th]++];
+                    b.add(tr::op::malloc_, e.time, e.address, 8, 0x400000, e.thread);
+                    file_order.push_back(e);
+                }
+                b.flush();
+                left |= next[th] < per[th].size();
+            }
+        }
+        const auto bytes = b.finish();
+        std::vector<ev> want = file_order;
+        std::stable_sort(want.begin(), want.end(), [](const ev& x, const ev& y) { return x.time < y.time; });
+
+        const tr::trace_reader r(bytes);
+        REQUIRE(r.info().events.empty());
+        REQUIRE(r.info().event_count == want.size());
+        REQUIRE(r.info().threads.size() == [&] {
+            std::size_t n = 0;
+            for (const auto& p : per) n += !p.empty();
+            return n;
+        }());
+        auto s = r.events();
+        std::size_t i = 0;
+        for (tr::event e; s.next(e); ++i) {
+            REQUIRE(i < want.size());
+            INFO("event " << i);
+            REQUIRE(e.time_ns == want[i].time);
+            REQUIRE(e.address == want[i].address);
+            REQUIRE(e.thread == want[i].thread);
+        }
+        REQUIRE(i == want.size());
+        const auto whole = tr::parse_trace(bytes);
+        REQUIRE(whole.events.size() == want.size());
+        REQUIRE(whole.duration_ns == r.info().duration_ns);
+    }
+}
+
+TEST_CASE("trace: a hundred thousand threads are read in linear time", "[trace]") {
+    // Thread ids are looked up, not searched: with a list scan this trace
+    // takes minutes (one block per thread).
+    constexpr std::uint32_t threads = 100'000;
+    tr::builder b;
+    for (std::uint32_t th = 0; th < threads; ++th)
+        b.add(tr::op::malloc_, 1 + th, 0x1000 + 16 * std::uint64_t(th), 1 + th % 7, 0x400000, th);
+    const auto t = tr::parse_trace(b.finish());
+    REQUIRE(t.threads.size() == threads);
+    REQUIRE(t.events.size() == threads);
+    for (std::uint32_t th = 0; th < threads; ++th) {
+        REQUIRE(t.threads[th].thread == th);
+        REQUIRE(t.threads[th].os_tid == 1000 + th);
+        REQUIRE(t.threads[th].events == 1);
+        REQUIRE(t.events[th].thread == th);
+    }
+}
+
+TEST_CASE("trace objects: the live-address map behaves like std::map", "[trace]") {
+    // Random inserts, lookups and erasures over a small key space, so that
+    // probe runs collide, wrap around the table and shift back on erasure.
+    std::mt19937_64 rng(5);
+    tr::detail::address_map<std::uint64_t> m;
+    std::map<std::uint64_t, std::uint64_t> model;
+    for (int i = 0; i < 200'000; ++i) {
+        const std::uint64_t key = 16 * (1 + rng() % 3000) + (rng() % 4 == 0 ? 0x7f00'0000'0000ull : 0);
+        const auto k = m.find(key);
+        const auto it = model.find(key);
+        REQUIRE((k == m.npos) == (it == model.end()));
+        if (it != model.end()) {
+            REQUIRE(m.at(k) == it->second);
+            if (rng() % 2) {
+                m.erase(k);
+                model.erase(it);
+            }
+        } else {
+            m.insert(key, std::uint64_t(i));
+            model.emplace(key, std::uint64_t(i));
+        }
+        REQUIRE(m.size() == model.size());
+    }
+    REQUIRE(m.find(0) == m.npos);  // 0 marks an empty slot, never a key
+    for (const auto& [key, value] : model) {
+        const auto k = m.find(key);
+        REQUIRE(k != m.npos);
+        REQUIRE(m.at(k) == value);
+    }
 }

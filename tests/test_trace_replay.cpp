@@ -2,7 +2,9 @@
 // becomes, the neighbour hints (nearest live object below in the traced
 // address space, else above), realloc, anomalies (unknown and NULL frees,
 // failed allocations, lost frees, objects never freed), slot reuse, the peak of
-// live requested bytes, determinism, and the plan file's checks.
+// live requested and touched bytes, determinism, and the plan file's checks.
+// And the ranking (replay_rank.hpp): medians, scores, and "no clear winner"
+// when the runs' spread says the leaders are within the noise.
 #include <allotheque/trace/builder.hpp>
 #include <allotheque/trace/objects.hpp>
 #include <allotheque/trace/reader.hpp>
@@ -19,6 +21,7 @@
 
 #include "catch.hpp"
 #include "replay_plan.hpp"
+#include "replay_rank.hpp"
 
 namespace tr = allotheque::trace;
 namespace rp = allotheque::tools::replay;
@@ -315,8 +318,10 @@ TEST_CASE("replay plan: the plan file round-trips and damaged plans are rejected
     rp::plan_header bad = h;
     bad.magic[0] = 'X';
     CHECK_FALSE(rp::check_header(bad, size).empty());
+    CHECK(h.peak_touched_bytes == p.peak_touched_bytes);
+    CHECK(h.touch_limit == rp::default_touch_limit);
     bad = h;
-    bad.version = 2;
+    bad.version = 1;  // before the touch limit
     CHECK_FALSE(rp::check_header(bad, size).empty());
     bad = h;
     bad.ops = ~0ull / 2;
@@ -346,4 +351,148 @@ TEST_CASE("replay plan: an empty trace plans to nothing", "[trace][replay]") {
     CHECK(p.slots == 0);
     CHECK(p.objects == 0);
     CHECK(p.peak_requested_bytes == 0);
+}
+
+TEST_CASE("replay plan: a huge, barely used buffer counts as touched up to the limit", "[trace][replay]") {
+    CHECK(rp::touched_bytes(0, 1 << 20) == 0);
+    CHECK(rp::touched_bytes(100, 1 << 20) == 100);
+    CHECK(rp::touched_bytes(1 << 20, 1 << 20) == 1 << 20);
+    CHECK(rp::touched_bytes((1 << 20) + 10, 1 << 20) == (1 << 20) + 10);     // the tail line is the rest
+    CHECK(rp::touched_bytes(std::uint64_t(1) << 30, 1 << 20) == (1 << 20) + 64);  // first MiB + last line
+    CHECK(rp::touched_bytes(std::uint64_t(1) << 30, 0) == 64);
+    CHECK(rp::touched_bytes(std::uint64_t(1) << 30, rp::touch_all) == std::uint64_t(1) << 30);
+
+    std::uint64_t v = 0;
+    CHECK(rp::parse_touch_limit("all", v));
+    CHECK(v == rp::touch_all);
+    CHECK(rp::parse_touch_limit("0", v));
+    CHECK(v == 0);
+    CHECK(rp::parse_touch_limit("4096", v));
+    CHECK(v == 4096);
+    CHECK(rp::parse_touch_limit("64K", v));
+    CHECK(v == 64 << 10);
+    CHECK(rp::parse_touch_limit("3m", v));
+    CHECK(v == 3 << 20);
+    CHECK(rp::parse_touch_limit("2G", v));
+    CHECK(v == std::uint64_t(2) << 30);
+    for (const char* bad : {"", "K", "12Q", "1.5M", "-1", "1MB", "99999999999999999999", "17179869184G"})
+        CHECK_FALSE(rp::parse_touch_limit(bad, v));
+
+    // 1 GiB live throughout, beside small churn: the requested peak is the
+    // buffer, the touched peak a MiB and change.
+    mini m;
+    m.alloc(0x10000000, std::uint64_t(1) << 30);
+    for (std::uint64_t i = 0; i < 100; ++i) m.alloc(0x1000 + 64 * i, 48);
+    for (std::uint64_t i = 0; i < 100; ++i) m.free(0x1000 + 64 * i);
+    m.free(0x10000000);
+    const auto bytes = m.b.finish();
+    const auto t = tr::parse_trace(bytes);
+    const auto p = rp::make_plan(t);
+    CHECK(p.touch_limit == rp::default_touch_limit);
+    CHECK(p.peak_requested_bytes == (std::uint64_t(1) << 30) + 4800);
+    CHECK(p.peak_touched_bytes == (1 << 20) + 64 + 4800);
+    const auto all = rp::make_plan(t, rp::touch_all);
+    CHECK(all.peak_touched_bytes == all.peak_requested_bytes);
+    CHECK(rp::make_plan(t, 0).peak_touched_bytes == 64 + 4800);
+    CHECK(rp::header_of(p).touch_limit == rp::default_touch_limit);
+    CHECK(rp::header_of(all).touch_limit == rp::touch_all);
+}
+
+namespace {
+
+rp::row measured(std::string name, std::vector<double> ms, std::vector<double> mb) {
+    rp::row r;
+    r.name = std::move(name);
+    for (double x : ms) r.seconds.push_back(x / 1e3);
+    for (double x : mb) r.peak.push_back(x * 1e6);
+    r.peak_touched = 1e6;
+    return r;
+}
+
+} // namespace
+
+TEST_CASE("replay ranking: leads within the runs' spread are no clear winner", "[trace][replay]") {
+    // Three allocators whose runs overlap in time (memory equal): whichever
+    // median is lowest, the noise could reorder them.
+    std::vector<rp::row> rows = {
+        measured("glibc", {100, 112, 95}, {10, 10, 10}),
+        measured("quickfit", {98, 104, 91}, {10, 10, 10}),
+        measured("velox", {101, 90, 109}, {10, 10, 10}),
+    };
+    auto k = rp::rank(rows);
+    REQUIRE(k.base);
+    CHECK(k.base->name == "glibc");
+    CHECK(k.repeat == 3);
+    CHECK(k.recommended.best->name == "quickfit");  // the lowest median score ...
+    CHECK_FALSE(k.recommended.clear());             // ... but not by more than the noise
+    CHECK(k.recommended.tied.size() == 2);
+    CHECK_FALSE(k.fastest.clear());
+    std::string text = rp::format_verdicts(k);
+    INFO(text);
+    CHECK(text.find("recommended: no clear winner") != std::string::npos);
+    CHECK(text.find("quickfit, glibc and velox") != std::string::npos);  // best first, then by score
+    CHECK(text.find("fastest:  no clear winner") != std::string::npos);
+    CHECK(text.find("leanest:  no clear winner") != std::string::npos);  // equal peaks
+    CHECK(rp::recommendation(k).find("no clear winner") == 0);
+
+    // Separated beyond the noise: quickfit's slowest run beats everyone's
+    // fastest, and it is also the leanest.
+    rows = {
+        measured("glibc", {100, 112, 95}, {10, 10.2, 10}),
+        measured("quickfit", {60, 64, 58}, {8, 8, 8}),
+        measured("velox", {101, 90, 109}, {10, 10, 10}),
+    };
+    k = rp::rank(rows);
+    CHECK(k.recommended.clear());
+    CHECK(k.recommended.best->name == "quickfit");
+    CHECK(k.fastest.clear());
+    CHECK(k.leanest.clear());
+    text = rp::format_verdicts(k);
+    CHECK(text.find("no clear winner") == std::string::npos);
+    CHECK(text.find("recommended: quickfit -- 0.") != std::string::npos);
+    CHECK(text.find("both the fastest and the leanest") != std::string::npos);
+    CHECK(text.find("note: one run") == std::string::npos);
+    CHECK(k.order.front()->name == "quickfit");
+    // Each run's score against glibc's medians: quickfit's range holds its median score.
+    CHECK(k.order.front()->score_lo <= k.order.front()->score);
+    CHECK(k.order.front()->score <= k.order.front()->score_hi);
+
+    // Faster but not leaner beyond noise: the fastest is clear, the leanest not.
+    rows = {
+        measured("glibc", {100, 101, 99}, {10, 10.1, 10}),
+        measured("lea", {50, 51, 49}, {10.05, 10, 10}),
+    };
+    k = rp::rank(rows);
+    CHECK(k.fastest.clear());
+    CHECK_FALSE(k.leanest.clear());
+    CHECK(k.recommended.clear());
+    text = rp::format_verdicts(k);
+    CHECK(text.find("recommended: lea -- ") != std::string::npos);
+    CHECK(text.find(", and the fastest") != std::string::npos);
+
+    // Many within the noise: five named, the rest counted.
+    rows.clear();
+    for (int i = 0; i < 8; ++i)
+        rows.push_back(measured("a" + std::to_string(i), {100.0 + i, 90.0 + i, 110.0 + i}, {10, 10, 10}));
+    k = rp::rank(rows);
+    CHECK(k.recommended.tied.size() == 7);
+    text = rp::format_verdicts(k);
+    CHECK(text.find("the scores of a0, a1, a2, a3, a4 and 3 more are within the noise") != std::string::npos);
+    CHECK(text.find("a5 ") == std::string::npos);
+
+    // One run each: no noise to compare with, and the report says so.
+    rows = {measured("glibc", {100}, {10}), measured("lea", {99}, {10})};
+    k = rp::rank(rows);
+    CHECK_FALSE(k.noise_known());
+    CHECK(rp::format_verdicts(k).find("note: one run per allocator: the noise is unknown") != std::string::npos);
+
+    // Failed and skipped rows are ranked last and hold no title; no ok row: no base.
+    rows = {measured("glibc", {100, 100}, {10, 10}), measured("jemalloc", {}, {})};
+    rows[1].status = "skipped";
+    k = rp::rank(rows);
+    CHECK(k.order.back()->name == "jemalloc");
+    CHECK(k.recommended.best->name == "glibc");
+    rows[0].status = "failed";
+    CHECK(rp::rank(rows).base == nullptr);
+    CHECK(rp::format_verdicts(rp::rank(rows)).empty());
 }

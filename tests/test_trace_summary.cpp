@@ -2,12 +2,17 @@
 // html_report.hpp) on synthetic traces with known answers.
 #include "catch.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -344,6 +349,361 @@ TEST_CASE("large traces: the series is downsampled and keeps the peak", "[trace]
     CHECK(s.series.back().bytes == 0);  // the last value of the last interval
 }
 
+namespace {
+
+// A random trace with everything the summary has to sort out: several
+// threads, sampled times, every allocation op, reallocs (moving, in place,
+// from NULL, to size 0), frees of unknown addresses and of NULL, failures,
+// mismatched and lost frees. Addresses come from a small pool, so they are
+// reused often.
+std::vector<std::byte> random_trace(std::mt19937_64& rng, std::size_t n) {
+    tr::builder b("/bin/random", {"random"});
+    if (rng() % 2) b.block_flags(tr::block_flag_sampled_time);
+    const unsigned threads = 1 + unsigned(rng() % 4);
+    const tr::op allocs[] = {tr::op::malloc_, tr::op::calloc_, tr::op::new_, tr::op::new_array, tr::op::memalign_};
+    const tr::op frees[] = {tr::op::free_, tr::op::delete_, tr::op::delete_array};
+    std::vector<std::uint64_t> live;
+    std::uint64_t t = 100;
+    auto address = [&] { return 0x10000 + (rng() % 2000) * 64; };
+    for (std::size_t i = 0; i < n; ++i) {
+        t += rng() % 8 ? rng() % 300 : 0;
+        const auto th = std::uint32_t(rng() % threads);
+        const std::uint64_t site = 0x400000 + (rng() % 30) * 16;
+        const unsigned r = unsigned(rng() % 100);
+        if (r < 45 || live.empty()) {
+            const bool failed = rng() % 40 == 0;
+            const std::uint64_t a = failed ? 0 : address();
+            b.add(allocs[rng() % 5], t, a, rng() % 4 ? rng() % 200 : rng() % 100000, site, th, 0, rng() % 8 ? 0 : 6,
+                  failed);
+            if (!failed) live.push_back(a);
+        } else if (r < 85) {
+            const std::size_t k = rng() % live.size();
+            const std::uint64_t a = rng() % 25 == 0 ? 0x999990 : live[k];
+            live[k] = live.back();
+            live.pop_back();
+            b.add(frees[rng() % 3], t, a, 0, site, th);
+        } else if (r < 95) {
+            const std::size_t k = rng() % live.size();
+            const std::uint64_t old = rng() % 10 ? live[k] : 0;
+            if (rng() % 8 == 0) {
+                b.add(tr::op::realloc_, t, 0, 0, site, th, old);
+                live[k] = live.back();
+                live.pop_back();
+            } else {
+                const std::uint64_t a = rng() % 3 ? address() : old ? old : address();
+                b.add(tr::op::realloc_, t, a, rng() % 5000, site, th, old);
+                live[k] = a;
+            }
+        } else {
+            b.add(tr::op::free_, t, 0, 0, site, th);
+        }
+    }
+    return b.finish();
+}
+
+// What the summary should say, computed the plain way: a std::map of live
+// addresses and whole lists of lifetimes.
+struct reference {
+    struct site_ref {
+        std::uint64_t count = 0, bytes = 0, freed = 0, live = 0, peak = 0, failed = 0;
+        std::vector<std::uint64_t> lives;
+    };
+    struct obj {
+        std::uint64_t size, site, born_ns, birth;
+        tr::op kind;
+    };
+    std::uint64_t allocations = 0, frees = 0, null_frees = 0, unknown = 0, lost = 0, failed = 0, mismatched = 0;
+    std::uint64_t bytes = 0, live_bytes = 0, peak_bytes = 0, peak_bytes_event = 0, live_objects = 0, peak_objects = 0;
+    std::map<std::uint64_t, site_ref> sites;
+    std::map<std::uint32_t, std::array<std::uint64_t, 4>> threads;  // events, allocations, bytes, frees
+    std::vector<std::uint64_t> lives, between;
+
+    explicit reference(const tr::trace& t) {
+        std::map<std::uint64_t, obj> live;
+        std::uint64_t births = 0;
+        auto end = [&](std::map<std::uint64_t, obj>::iterator it, std::uint64_t now, bool lost, tr::op by) {
+            const obj& o = it->second;
+            if (!lost && at::detail::mismatched(o.kind, by)) ++mismatched;
+            live_bytes -= o.size;
+            --live_objects;
+            auto& st = sites[o.site];
+            st.live -= o.size;
+            ++st.freed;
+            st.lives.push_back(now - o.born_ns);
+            lives.push_back(now - o.born_ns);
+            between.push_back(births - o.birth - 1);
+            live.erase(it);
+        };
+        for (std::size_t i = 0; i < t.events.size(); ++i) {
+            const auto& e = t.events[i];
+            auto& th = threads[e.thread];
+            ++th[0];
+            if (tr::is_free(e.kind)) {
+                if (e.address == 0) {
+                    ++null_frees;
+                } else {
+                    ++frees;
+                    ++th[3];
+                    if (auto it = live.find(e.address); it != live.end()) end(it, e.time_ns, false, e.kind);
+                    else ++unknown;
+                }
+            } else if (e.failed) {
+                ++failed;
+                ++sites[e.site].failed;
+            } else {
+                if (e.kind == tr::op::realloc_ && e.old_address) {
+                    if (auto it = live.find(e.old_address); it != live.end()) end(it, e.time_ns, false, tr::op::free_);
+                    else ++unknown;
+                }
+                if (e.address) {
+                    if (auto it = live.find(e.address); it != live.end()) {
+                        ++lost;
+                        end(it, e.time_ns, true, e.kind);
+                    }
+                    live[e.address] = obj{e.size, e.site, e.time_ns, births++, e.kind};
+                    ++allocations;
+                    bytes += e.size;
+                    ++th[1];
+                    th[2] += e.size;
+                    live_bytes += e.size;
+                    ++live_objects;
+                    auto& st = sites[e.site];
+                    ++st.count;
+                    st.bytes += e.size;
+                    st.live += e.size;
+                    st.peak = std::max(st.peak, st.live);
+                }
+            }
+            if (live_bytes > peak_bytes) {
+                peak_bytes = live_bytes;
+                peak_bytes_event = i;
+            }
+            peak_objects = std::max(peak_objects, live_objects);
+        }
+    }
+    static std::uint64_t median(std::vector<std::uint64_t> v) {
+        if (v.empty()) return 0;
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    }
+};
+
+} // namespace
+
+TEST_CASE("the summary agrees with a plain reference on random traces", "[trace][summary]") {
+    std::mt19937_64 rng(99);
+    for (int round = 0; round < 12; ++round) {
+        const auto bytes = random_trace(rng, 500 + rng() % 6000);
+        const auto t = parse(bytes);
+        const reference want(t);
+        // The command streams the trace; the tests and the fuzzer summarise a
+        // parsed one: both must say the same.
+        const auto s = at::summarise(tr::trace_reader(bytes));
+        const auto again = at::summarise(t);
+        CHECK(at::format_text(s, {}, 50) == at::format_text(again, {}, 50));
+        INFO("round " << round);
+        CHECK(s.events == t.events.size());
+        CHECK(s.allocations == want.allocations);
+        CHECK(s.frees == want.frees);
+        CHECK(s.null_frees == want.null_frees);
+        CHECK(s.unknown_frees == want.unknown);
+        CHECK(s.reused_live == want.lost);
+        CHECK(s.failed == want.failed);
+        CHECK(s.mismatched_frees == want.mismatched);
+        CHECK(s.bytes_requested == want.bytes);
+        CHECK(s.peak_live_bytes == want.peak_bytes);
+        CHECK(s.peak_bytes_event == want.peak_bytes_event);
+        CHECK(s.peak_live_objects == want.peak_objects);
+        CHECK(s.never_freed == want.live_objects);
+        CHECK(s.never_freed_bytes == want.live_bytes);
+        CHECK(s.freed_objects == want.lives.size());
+        CHECK(s.median_lifetime_ns == reference::median(want.lives));
+        CHECK(s.median_lifetime_allocs == reference::median(want.between));
+        REQUIRE(s.threads.size() == want.threads.size());
+        for (const auto& th : s.threads) {
+            const auto& w = want.threads.at(th.thread);
+            CHECK(th.events == w[0]);
+            CHECK(th.allocations == w[1]);
+            CHECK(th.bytes == w[2]);
+            CHECK(th.frees == w[3]);
+        }
+        REQUIRE(s.sites.size() == want.sites.size());
+        for (const auto& st : s.sites) {
+            const auto& w = want.sites.at(st.site);
+            INFO("site " << st.site);
+            CHECK(st.count == w.count);
+            CHECK(st.bytes == w.bytes);
+            CHECK(st.failed == w.failed);
+            CHECK(st.freed == w.freed);
+            CHECK(st.never_freed == w.count - w.freed);
+            CHECK(st.never_freed_bytes == w.live);
+            CHECK(st.peak_live_bytes == w.peak);
+            CHECK(st.has_lifetime == !w.lives.empty());
+            CHECK(st.median_lifetime_ns == reference::median(w.lives));
+        }
+    }
+}
+
+TEST_CASE("150,000 threads: every thread counted, the report lists the busiest", "[trace][summary]") {
+    // A server-like trace: each thread allocates a few objects and frees
+    // some. Thread ids are hashed, so this is linear (a list scan per event
+    // took 20 s here); the text lists 32 threads and sums up the rest, the
+    // page embeds 1000.
+    constexpr std::uint32_t threads = 150'000;
+    tr::builder b;
+    std::uint64_t t = 0;
+    for (std::uint32_t th = 0; th < threads; ++th) {
+        const std::uint32_t n = 1 + th % 3;  // 1, 2 or 3 allocations
+        for (std::uint32_t k = 0; k < n; ++k)
+            b.add(tr::op::malloc_, ++t, 0x100000 + 64 * (std::uint64_t(th) * 3 + k), 16 * (k + 1), 0x401000 + k, th);
+        if (th % 2 == 0) b.add(tr::op::free_, ++t, 0x100000 + 64 * std::uint64_t(th) * 3, 0, 0x401100, th);
+    }
+    const auto bytes = b.finish();
+    const auto s = at::summarise(tr::trace_reader(bytes));
+    REQUIRE(s.threads.size() == threads);
+    std::uint64_t allocations = 0, frees = 0, total_bytes = 0;
+    for (std::uint32_t th = 0; th < threads; ++th) {
+        const auto& x = s.threads[th];
+        const std::uint32_t n = 1 + th % 3;
+        REQUIRE(x.thread == th);
+        REQUIRE(x.os_tid == 1000 + th);
+        REQUIRE(x.allocations == n);
+        REQUIRE(x.bytes == 16 * n * (n + 1) / 2);
+        REQUIRE(x.frees == (th % 2 == 0 ? 1u : 0u));
+        REQUIRE(x.events == n + x.frees);
+        allocations += n;
+        frees += x.frees;
+        total_bytes += x.bytes;
+    }
+    CHECK(s.allocations == allocations);
+    CHECK(s.frees == frees);
+    CHECK(s.bytes_requested == total_bytes);
+    CHECK(s.never_freed == allocations - frees);
+    CHECK(s.sites.size() == 3);
+
+    // Text: the 32 busiest (4 events: th % 6 == 2, the lowest ids first),
+    // then one line for the other 149,968.
+    const std::string text = at::format_text(s, {}, 5);
+    CHECK(text.find("Threads (150,000; the 32 with the most events)") != std::string::npos);
+    const auto section = text.substr(text.find("\nThreads"), text.find("\nTop 3 call sites") - text.find("\nThreads"));
+    std::vector<std::vector<std::string>> rows;  // the listed threads, as words
+    for (std::size_t p = 0, e; p < section.size(); p = e + 1) {
+        e = std::min(section.find('\n', p), section.size());
+        std::vector<std::string> words;
+        std::string w;
+        for (std::size_t k = p; k <= e; ++k) {
+            if (k == e || section[k] == ' ') {
+                if (!w.empty()) words.push_back(w);
+                w.clear();
+            } else {
+                w += section[k];
+            }
+        }
+        if (!words.empty() && std::isdigit(static_cast<unsigned char>(words[0][0]))) rows.push_back(words);
+    }
+    REQUIRE(rows.size() == 32);
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+        const std::uint32_t th = 2 + 6 * std::uint32_t(k);  // 3 allocations and a free; lower ids first
+        CHECK(rows[k] == std::vector<std::string>{std::to_string(th), std::to_string(1000 + th), "4", "3", "96", "B", "1"});
+    }
+    std::uint64_t rest_events = s.events;
+    for (std::uint32_t k = 0; k < 32; ++k) rest_events -= 4;
+    CHECK(section.find("... and 149,968 more threads: " + at::fmt::integer(rest_events) + " events") !=
+          std::string::npos);
+    const std::string page = at::html_report(s, {});
+    CHECK(page.find("\"threads_total\":150000") != std::string::npos);
+    CHECK(occurrences(page, "\"tid\":") == 1000);
+}
+
+namespace {
+
+// The column spans of a table header: runs separated by two or more spaces.
+std::vector<std::pair<std::size_t, std::size_t>> header_columns(const std::string& h) {
+    std::vector<std::pair<std::size_t, std::size_t>> cols;
+    std::size_t i = 0;
+    while (i < h.size()) {
+        while (i < h.size() && h[i] == ' ') ++i;
+        if (i >= h.size()) break;
+        std::size_t j = i;
+        while (j < h.size() && !(h[j] == ' ' && (j + 1 >= h.size() || h[j + 1] == ' '))) ++j;
+        cols.push_back({i, j});
+        i = j;
+    }
+    return cols;
+}
+
+// The rows of the table whose header line starts with `title` (indented).
+std::vector<std::string> table_after(const std::string& text, const std::string& title, std::string& header) {
+    const auto at = text.find("\n  " + title);
+    REQUIRE(at != std::string::npos);
+    std::vector<std::string> rows;
+    std::size_t p = at + 1;
+    std::size_t e = text.find('\n', p);
+    header = text.substr(p, e - p);
+    for (p = e + 1; p < text.size(); p = e + 1) {
+        e = text.find('\n', p);
+        const std::string line = text.substr(p, e - p);
+        if (line.size() < 3 || line.compare(0, 2, "  ") != 0 || line.find("top exact sizes") != std::string::npos)
+            break;
+        rows.push_back(line);
+    }
+    return rows;
+}
+
+// Every right-aligned column ends where its header ends, with two spaces
+// after it: no value runs into the next column.
+void check_right_aligned(const std::string& text, const std::string& title) {
+    std::string header;
+    const auto rows = table_after(text, title, header);
+    REQUIRE(!rows.empty());
+    const auto cols = header_columns(header);
+    for (const auto& row : rows) {
+        INFO(title << " row: " << row);
+        for (std::size_t c = 0; c < cols.size(); ++c) {
+            const std::size_t end = cols[c].second;
+            const std::string name = header.substr(cols[c].first, end - cols[c].first);
+            if (name == "sizes" || name == "site" || name == "size (B)" || name == "lifetime" ||
+                name == "allocations in between")
+                continue;  // left-aligned
+            REQUIRE(row.size() >= end);
+            CHECK(row[end - 1] != ' ');
+            if (row.size() > end) {
+                CHECK(row[end] == ' ');
+                CHECK(row[end + 1] == ' ');
+            }
+        }
+    }
+}
+
+} // namespace
+
+TEST_CASE("text tables: columns stay apart for values of a GiB and more", "[trace][summary]") {
+    // Nothing is allocated: the builder only writes the events. Peak 4.6 GiB
+    // live; sizes and means in the billions; a count in the hundreds of
+    // thousands.
+    tr::builder b;
+    std::uint64_t t = 0;
+    b.add(tr::op::malloc_, ++t, 0x100000000, 1500ull << 20, 0x401000);      // 1.46 GiB
+    b.add(tr::op::malloc_, ++t, 0x200000000, 3ull << 30, 0x402000);         // 3 GiB
+    b.add(tr::op::calloc_, ++t, 0x300000000, 1234567890123ull, 0x403000);  // 1.12 TiB
+    b.add(tr::op::free_, ++t, 0x300000000);
+    for (std::uint64_t i = 0; i < 200'000; ++i) b.add(tr::op::malloc_, ++t, 0x400000000 + 32 * i, 24, 0x404000);
+    for (std::uint64_t i = 0; i < 1000; ++i) b.add(tr::op::malloc_, ++t, 0x500000000 + 4096 * i, 1 + i, 0x405000);
+    const auto s = summarise(b);
+    REQUIRE(s.peak_live_bytes > (std::uint64_t(1) << 40));
+    const std::string text = at::format_text(s, {}, 10);
+    INFO(text);
+    check_right_aligned(text, "#  ");        // the call sites by count
+    check_right_aligned(text, "size (B)");   // the histogram
+    check_right_aligned(text, "thread");
+    check_right_aligned(text, "lifetime");
+    // The values themselves are all there, in human units.
+    CHECK(text.find("1.12 TiB") != std::string::npos);
+    CHECK(text.find("3.00 GiB") != std::string::npos);
+    CHECK(text.find("1234567890123.0") != std::string::npos);  // the mean size, exact
+    CHECK(text.find("1073741825-2147483648") != std::string::npos);
+}
+
 TEST_CASE("an empty trace gives a report, not a crash", "[trace][summary]") {
     tr::builder b("/bin/empty", {"empty"});
     const auto s = summarise(b);
@@ -527,6 +887,107 @@ TEST_CASE("symbolising this test's own code through addr2line", "[trace][summary
     CHECK(syms[0].location().find("test_trace_summary.cpp:") != std::string::npos);
     CHECK(st.resolved_sites == 1);
     CHECK(st.failed.empty());
+}
+
+#if defined(ALLOTHEQUE_SYMBOL_PROBE) && defined(ALLOTHEQUE_SYMBOL_PROBE_STRIPPED)
+namespace {
+
+// Runs a command and returns its standard output.
+std::string command_output(const std::string& cmd) {
+    std::FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return {};
+    std::string out;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    ::pclose(p);
+    return out;
+}
+
+struct nm_symbol {
+    std::uint64_t address = 0, size = 0;
+    bool found = false;
+};
+// `name`'s address and size in `file`, from binutils' nm (independent of the
+// ELF reading under test).
+nm_symbol nm_lookup(const std::string& file, const std::string& name) {
+    const std::string out = command_output("nm -S --defined-only '" + file + "' 2>/dev/null");
+    nm_symbol r;
+    for (std::size_t p = 0, e; p < out.size(); p = e + 1) {
+        e = std::min(out.find('\n', p), out.size());
+        const std::string line = out.substr(p, e - p);
+        unsigned long long a = 0, n = 0;
+        char type = 0;
+        char sym[256] = {};
+        if (std::sscanf(line.c_str(), "%llx %llx %c %255s", &a, &n, &type, sym) == 4 && name == sym)
+            return nm_symbol{a, n, true};
+    }
+    return r;
+}
+
+} // namespace
+#endif
+
+TEST_CASE("stripped code is not named after the exported symbol before it", "[trace][summary][symbols]") {
+#if defined(ALLOTHEQUE_SYMBOL_PROBE) && defined(ALLOTHEQUE_SYMBOL_PROBE_STRIPPED)
+    const std::string full = ALLOTHEQUE_SYMBOL_PROBE, stripped = ALLOTHEQUE_SYMBOL_PROBE_STRIPPED;
+    if (::access("/usr/bin/addr2line", X_OK) != 0 || ::access("/usr/bin/nm", X_OK) != 0) {
+        WARN("binutils (addr2line, nm) are not installed: skipping");
+        return;
+    }
+    // The layout the test needs: the static function starts after the end
+    // of the exported one, and the stripped copy has no symbol for it.
+    const auto exported = nm_lookup(full, "atq_probe_exported");
+    const auto hidden = nm_lookup(full, "atq_probe_hidden");
+    REQUIRE(exported.found);
+    REQUIRE(hidden.found);
+    REQUIRE(hidden.address >= exported.address + exported.size);
+    REQUIRE(hidden.size >= 16);
+    REQUIRE_FALSE(nm_lookup(stripped, "atq_probe_hidden").found);
+    const std::uint64_t inside_hidden = hidden.address + hidden.size / 2;
+    const std::uint64_t inside_exported = exported.address + exported.size / 2;
+    // What addr2line alone says about the stripped file (the bug being fixed).
+    INFO("addr2line: " << command_output("addr2line -f -e '" + stripped + "' 0x" + [&] {
+        char b[32];
+        std::snprintf(b, sizeof b, "%llx", static_cast<unsigned long long>(inside_hidden));
+        return std::string(b);
+    }()));
+
+    // The file mapped at 0x7f0000000000 in a traced process; the sites are
+    // return addresses, one byte past the probed address.
+    auto maps_for = [](const std::string& file) {
+        struct stat sb {};
+        REQUIRE(::stat(file.c_str(), &sb) == 0);
+        return "7f0000000000-7f0000100000 r-xp 00000000 08:01 " + std::to_string(sb.st_ino) + " " + file + "\n";
+    };
+    const std::uint64_t base = 0x7f0000000000;
+    const std::vector<std::uint64_t> sites = {base + inside_hidden + 1, base + inside_exported + 1};
+
+    at::symbolize_stats st;
+    const auto syms = at::symbolize(maps_for(stripped), sites, {}, &st);
+    REQUIRE(syms.size() == 2);
+    CHECK(syms[0].function().empty());
+    char want[64];
+    std::snprintf(want, sizeof want, "libatq_symbol_probe.stripped.so+0x%llx",
+                  static_cast<unsigned long long>(inside_hidden + 1));
+    CHECK(syms[0].display() == want);
+    CHECK(syms[1].function() == "atq_probe_exported");  // inside a symbol: still named
+    CHECK(st.outside_symbols == 1);
+
+    // With its symbol table, the static function has a name and a size.
+    const auto named = at::symbolize(maps_for(full), sites, {}, &st);
+    CHECK(named[0].function() == "atq_probe_hidden");
+    CHECK(named[1].function() == "atq_probe_exported");
+    CHECK(st.outside_symbols == 0);
+
+    // The extents the check uses are nm's sizes.
+    const auto extents = at::detail::symbol_extents(full);
+    CHECK(at::detail::inside_a_symbol(extents, hidden.address));
+    CHECK(at::detail::inside_a_symbol(extents, hidden.address + hidden.size - 1));
+    CHECK_FALSE(at::detail::inside_a_symbol(at::detail::symbol_extents(stripped), inside_hidden));
+    CHECK(at::detail::symbol_extents("/nonexistent").empty());
+#else
+    WARN("built without the probe library (no strip tool): skipping");
+#endif
 }
 
 TEST_CASE("the command: errors, truncation, options", "[trace][summary][cli]") {

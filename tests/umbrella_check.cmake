@@ -5,6 +5,7 @@
 if(NOT DEFINED INCLUDE_DIR)
   message(FATAL_ERROR "umbrella_check.cmake: INCLUDE_DIR not set")
 endif()
+get_filename_component(INCLUDE_DIR "${INCLUDE_DIR}" ABSOLUTE)   # GLOB RELATIVE needs it
 file(READ "${INCLUDE_DIR}/allotheque/allotheque.hpp" umbrella)
 file(GLOB_RECURSE headers RELATIVE "${INCLUDE_DIR}" "${INCLUDE_DIR}/allotheque/*.hpp")
 list(SORT headers)

@@ -2,15 +2,16 @@
 // size), against each other, against lea_heap (boundary tags: no layer needed)
 // and against the system malloc:
 //   sized<H>     a 16-byte header before every block holds the request size
-//   page_map<H>  no header: a radix table maps each page to its chunk size
-//                (needs H with page_spans: one chunk size per page)
+//   page_map<H>  no header: the back end's page map (backend/page_map.hpp)
+//                maps each page to its span, and the span says its chunk size
 // Benchmarks (ns per malloc/free pair = the reported time per iteration):
 //   BM_pair/<size>     malloc(size) then free, one block live: the fast path
 //   BM_batch/<max>     10^4 blocks of random size in [1, max], freed in random
 //                      order: paths with class searches and refills
 // Counters of BM_batch (memory, taken with all blocks live):
 //   os_per_live   bytes held from the system / bytes requested  (1.0 = ideal)
-//   meta_KiB      page_map's resident table (mincore), 0 for the others
+//   meta_KiB      the process page map's resident table (mincore; shared by
+//                 every heap of the process, so the same for all)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include <allotheque/allocators/lea.hpp>
 #include <allotheque/allocators/medius.hpp>
 #include <allotheque/allocators/velox.hpp>
+#include <allotheque/backend/page_map.hpp>
 #include <allotheque/layers/page_map.hpp>
 #include <allotheque/layers/sized.hpp>
 #include <allotheque/sources/mmap_source.hpp>
@@ -46,7 +48,7 @@ struct page_map_m {
     void* allocate(std::size_t n) noexcept { return m.allocate(n); }
     void deallocate(void* p) noexcept { m.deallocate(p); }
     std::size_t os_bytes() const noexcept { return m.parent().stats().os_bytes; }
-    std::size_t meta() const noexcept { return m.metadata_resident_bytes(); }
+    std::size_t meta() const noexcept { return at::backend::page_map::instance().resident_bytes(); }
 };
 struct lea_m {
     at::lea_heap<at::mmap_source> h;
@@ -64,7 +66,6 @@ struct system_m {
 
 using sized_velox = sized_m<at::velox_heap<at::mmap_source>>;
 using page_map_velox = page_map_m<at::velox_heap<at::mmap_source, page_opts>>;
-using sized_velox_pages = sized_m<at::velox_heap<at::mmap_source, page_opts>>;   // isolates the page_spans cost
 using sized_medius = sized_m<at::medius_heap<at::mmap_source>>;
 using page_map_medius = page_map_m<at::medius_heap<at::mmap_source, page_opts>>;
 
@@ -116,7 +117,6 @@ void BM_batch(benchmark::State& state) {
 
 ALLOTHEQUE_MALLOC_LAYER_BENCH(sized_velox);
 ALLOTHEQUE_MALLOC_LAYER_BENCH(page_map_velox);
-ALLOTHEQUE_MALLOC_LAYER_BENCH(sized_velox_pages);
 ALLOTHEQUE_MALLOC_LAYER_BENCH(sized_medius);
 ALLOTHEQUE_MALLOC_LAYER_BENCH(page_map_medius);
 ALLOTHEQUE_MALLOC_LAYER_BENCH(lea_m);

@@ -163,6 +163,8 @@ def real_runs(olden, program, scale, allocators, repeat, timeout):
 def load_real_results(path, scale):
     with open(path) as f:
         data = json.load(f)
+    if isinstance(data, dict):   # {"olden": [...], "threads": [...]} since the threads section
+        data = data.get("olden", [])
     out = {}
     for r in data:
         if r.get("scale") == scale and not r.get("aged"):

@@ -100,6 +100,26 @@ struct colour_table {
         Nested::deallocate(nested(h, i), p, n);
         h.live.set(i);
     }
+
+    // What a heap needs to give fully free spans back: every free chunk to f
+    // (drain), or all of them forgotten at once (clear); the table ends empty.
+    template <class F>
+    static void drain(header_type& h, F&& f) noexcept {
+        for (std::size_t i = 0; i < classes; ++i)
+            if (h.live[i]) Nested::drain(nested(h, i), f);
+        forget(h);
+    }
+    static void clear(header_type& h) noexcept {
+        for (std::size_t i = 0; i < classes; ++i)
+            if (h.live[i]) Nested::clear(nested(h, i));
+        forget(h);
+    }
+
+private:
+    static void forget(header_type& h) noexcept {
+        h.live.reset();
+        h.last = al::detail::npos;
+    }
 };
 
 using colour = al::skbit<12, 4>;

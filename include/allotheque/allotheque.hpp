@@ -1,8 +1,8 @@
 // Everything public: attributes, predicates, containers, hashes, sources, the
 // heaps, the allocators, the std/pmr adapters, hints and the hinted
-// containers, the layers and the trace format. None needs a library beyond
-// the C++ standard library and Boost's headers (layers/per_thread and locked
-// use std::mutex, which needs no extra link flag with glibc >= 2.34).
+// containers, the back end, the layers and the trace format. None needs a
+// library beyond the C++ standard library and Boost's headers (the mutexes of
+// layers/ and sources/arena_source need no extra link flag with glibc >= 2.34).
 // The ctest `header_check` compiles every header on its own, and
 // `umbrella_complete` checks that this file names every header outside detail/.
 #pragma once
@@ -38,6 +38,13 @@
 #include <allotheque/sources/mmap_source.hpp>
 #include <allotheque/sources/sbrk_source.hpp>
 #include <allotheque/sources/counting_source.hpp>
+#include <allotheque/sources/arena_source.hpp>
+#include <allotheque/backend/span.hpp>
+#include <allotheque/backend/page_map.hpp>
+#include <allotheque/backend/range_set.hpp>
+#include <allotheque/backend/record_pool.hpp>
+#include <allotheque/backend/span_pool.hpp>
+#include <allotheque/backend/span_registry.hpp>
 #include <allotheque/heap_options.hpp>
 #include <allotheque/heap.hpp>
 #include <allotheque/block_heap.hpp>
@@ -57,6 +64,7 @@
 #include <allotheque/stl/hinted_set.hpp>
 #include <allotheque/stl/hinted_map.hpp>
 #include <allotheque/layers/heap_concept.hpp>
+#include <allotheque/layers/layer.hpp>
 #include <allotheque/layers/checked.hpp>
 #include <allotheque/layers/locked.hpp>
 #include <allotheque/layers/page_map.hpp>

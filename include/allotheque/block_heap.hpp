@@ -3,29 +3,46 @@
 // its size in a boundary tag, so deallocation needs no size (malloc-style
 // free(p) works) and a double free is caught by the tag's in-use bit.
 //
-// Refill hands a whole span from the source to the partition as one free block
-// (Lea's "top"); spans are never merged with each other (an in-use fence closes
-// each), and each ends with a trailer that links it for release. Requests above
-// the large threshold, or aligned beyond 16 bytes, are mapped on their own.
+// It sits on the same back end as `heap` (backend/span_pool.hpp and the page
+// map): a refill takes a span (an eighth of what the heap holds, between
+// min_growth and max_growth) and hands it to the partition as one free block
+// (Lea's "top"), closed by an in-use fence so merges never leave it; every page
+// of the span maps to it, so any block's owner is known. A request above the
+// large threshold is a span of its own. Alignment above 16 is served inside the
+// spans: a block with room for the alignment is split around the aligned payload.
+//
+// Memory goes back while running: when a free leaves a span entirely free, the
+// heap keeps it as its spare if it has none and gives it to the back end
+// otherwise (policy `never`: keeps every span); large blocks go back when
+// freed. The back end keeps up to max(retain_bytes, peak / 16) free pages for
+// reuse and returns the rest to the system. trim() gives everything free back.
 //
 // Guarantees: payloads aligned to 16 bytes (or to the requested alignment, a
 // power of two up to the page size); usable_size(p) >= the requested size.
+// deallocate(p) checks p against the page map before reading any tag: a
+// pointer into no span of this heap, a second free (the in-use bit, or a large
+// block already returned) or a tag that does not describe a block abort with a
+// message instead of corrupting the heap.
 #pragma once
 #include <algorithm>
 #include <cstddef>
-#include <cstdio>
-#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <new>
+#include <utility>
 
 #include <boost/intrusive/list.hpp>
 
-#include <allotheque/detail/throwing_allocate.hpp>
+#include <allotheque/backend/page_map.hpp>
+#include <allotheque/backend/span_registry.hpp>
 #include <allotheque/containers/adjacency.hpp>
 #include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/fail.hpp>
+#include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/heap.hpp>
 #include <allotheque/heap_options.hpp>
 #include <allotheque/request.hpp>
+#include <allotheque/sources/arena_source.hpp>
 #include <allotheque/sources/source.hpp>
 
 namespace allotheque {
@@ -33,37 +50,35 @@ namespace allotheque {
 template <class P>
 concept block_partition = requires { requires P::manages_blocks; };
 
-template <block_partition P, source S = sbrk_source, heap_options_like Options = heap_options<>>
+template <block_partition P, source S = arena_source, heap_options_like Options = heap_options<>>
 class block_heap : public detail::throwing_allocate<block_heap<P, S, Options>> {
     using tags = boundary_tags;
-    struct link : boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::normal_link>> {
-        std::byte* base;
-        std::size_t bytes;
-    };
-    using link_list = boost::intrusive::list<link, boost::intrusive::constant_time_size<false>>;
-    static constexpr std::size_t link_bytes = detail::round_up(sizeof(link), 16);
+    using span = backend::span;
+    using state = backend::span_state;
+    static constexpr heap_config cfg = config_of<Options>();
 
 public:
     using partition_type = P;
     using source_type = S;
+    using options = Options;
     static constexpr bool locality_aware = P::reads_address;
     static constexpr std::size_t granularity = tags::align;
     static constexpr std::size_t max_alignment = detail::page_size;
     static constexpr std::size_t max_size = std::numeric_limits<std::ptrdiff_t>::max() / 2;
 
     block_heap() requires std::default_initializable<S> { P::init(root_); }
-    explicit block_heap(S s) : source_(static_cast<S&&>(s)) { P::init(root_); }
+    explicit block_heap(S s) : spans_(static_cast<S&&>(s)) { P::init(root_); }
     block_heap(const block_heap&) = delete;
     block_heap& operator=(const block_heap&) = delete;
     ~block_heap() {
-        release_all();
+        spans_.release_all();
         P::destroy(root_);
     }
 
     // Payload bytes a request of n bytes at alignment a really gets (0: refused).
     static constexpr std::size_t good_size(std::size_t n, std::size_t a = 0) noexcept {
         if ((a != 0 && (!detail::is_pow2(a) || a > max_alignment)) || n > max_size) return 0;
-        if (is_large(n, a)) return detail::round_up(std::max<std::size_t>(n, 1), 16);
+        if (is_large(n)) return large_bytes(n, a) - large_offset(a);
         return P::block_for(n) - tags::in_use_overhead;
     }
 
@@ -72,13 +87,17 @@ public:
         if ((r.alignment != 0 && (!detail::is_pow2(r.alignment) || r.alignment > max_alignment)) ||
             r.size > max_size)
             return nullptr;
-        if (is_large(r.size, r.alignment)) return allocate_large(r.size, r.alignment, r.hint);
+        if (is_large(r.size)) return allocate_large(r);
         R q = r;
         q.size = P::block_for(r.size);
-        std::byte* p = P::allocate(root_, q);
-        if (!p && P::coalesce_waiting(root_)) p = P::allocate(root_, q);
-        if (!p && grow(q.size, r.hint)) p = P::allocate(root_, q);
-        if (p) last_ = p;
+        std::byte* p = take(q);
+        if (!p && P::coalesce_waiting(root_, free_block_watch())) p = take(q);
+        // An aligned request takes a block with room for the alignment and a free lead.
+        const std::size_t needed = r.alignment > tags::align ? P::block_for(q.size + r.alignment + P::min_block) : q.size;
+        if (!p && grow(needed, r.hint)) p = take(q);
+        if (!p) return nullptr;
+        if constexpr (locality_aware) last_ = p;
+        if (r.zero) std::memset(p, 0, r.size);
         return p;
     }
 
@@ -86,117 +105,194 @@ public:
     void deallocate(void* p, const request&) noexcept { deallocate(p); }
     void deallocate(void* p) noexcept {
         if (!p) return;
-        std::byte* b = tags::block_of(p);
-        const std::size_t h = tags::head(b);
-        // Catches a second free of a coalesced block; a block waiting for
-        // deferred coalescing still looks in use (the checked layer sees those).
-        if (!(h & tags::in_use)) fail("double free (or a pointer this heap never gave out)", p);
-        if (h & tags::large) return deallocate_large(b);
-        P::deallocate(root_, static_cast<std::byte*>(p));
+        auto* q = static_cast<std::byte*>(p);
+        span* sp = checked_span(q, "deallocate(p)");
+        if (sp->state == state::large) return deallocate_large(sp);
+        P::deallocate(root_, q, free_block_watch());
     }
 
     // Bytes the caller may use at p (at least what it asked for).
     static std::size_t usable_size(const void* p) noexcept {
-        const std::byte* b = static_cast<const std::byte*>(p) - tags::payload_offset;
-        const std::size_t h = tags::head(b);
-        return (h & tags::large) ? large_usable(b) : (h & ~tags::flags) - tags::in_use_overhead;
+        if (!p) return 0;
+        const std::byte* q = static_cast<const std::byte*>(p);
+        const span* sp = backend::page_map::instance().find(q - tags::payload_offset);
+        if (sp && sp->state == state::large) return sp->bytes - sp->chunk;
+        const std::size_t h = tags::head(q - tags::payload_offset);
+        return (h & ~tags::flags) - tags::in_use_overhead;
     }
 
+    // Whether p lies in a span this heap holds; the owner tag of any heap's p.
+    bool owns(const void* p) const noexcept {
+        const span* sp = backend::page_map::instance().find(p);
+        return sp && sp->owner == owner_tag_ && (sp->state == state::block || sp->state == state::large);
+    }
+    static const void* owner_of(const void* p) noexcept {
+        const span* sp = backend::page_map::instance().find(static_cast<const std::byte*>(p) - tags::payload_offset);
+        return sp && (sp->state == state::block || sp->state == state::large) ? sp->owner : nullptr;
+    }
+    void set_owner_tag(const void* tag) noexcept {
+        owner_tag_ = tag;
+        spans_.retag(tag);
+    }
+    const void* owner_tag() const noexcept { return owner_tag_; }
+
+    // Grows or shrinks the block at p in place to hold n bytes; false: it must move.
+    bool try_resize(void* p, std::size_t n) noexcept {
+        if (n > max_size) return false;
+        auto* q = static_cast<std::byte*>(p);
+        span* sp = checked_span(q, "try_resize(p)");
+        if (sp->state == state::large) {
+            if (!is_large(n)) return false;
+            if (!spans_.resize(sp, large_bytes(n, sp->chunk > tags::align ? sp->chunk : 0))) return false;
+            sp->request = n;
+            return true;
+        }
+        if (is_large(n)) return false;
+        return P::try_extend(root_, q, P::block_for(n));
+    }
+
+    // Drops every block at once and returns all memory to the source.
     void deallocate_all() noexcept {
-        release_all();
+        spans_.release_all();
+        spare_ = nullptr;
         P::destroy(root_);
         P::init(root_);
+        last_ = nullptr;
     }
+
+    // Every free page back to the system, the spare span included.
+    std::size_t trim() noexcept {
+        P::coalesce_waiting(root_, free_block_watch());
+        if (spare_) {
+            P::take_free_block(root_, spare_->base);
+            release_span(std::exchange(spare_, nullptr));
+        }
+        return spans_.pool().trim();
+    }
+
     const void* last_allocation() const noexcept { return last_; }
     heap_stats stats() const noexcept {
-        heap_stats st{os_bytes_, peak_os_bytes_, 0, 0};
-        for ([[maybe_unused]] const link& l : large_) ++st.large_blocks;
+        const backend::pool_stats ps = spans_.pool().stats();
+        heap_stats st;
+        st.os_bytes = ps.os_bytes + ps.metadata_bytes;
+        st.peak_os_bytes = std::max(peak_os_, st.os_bytes);
+        st.metadata_bytes = ps.metadata_bytes;
+        st.large_blocks = spans_.count(state::large);
+        st.small_span_bytes = spans_.bytes(state::block);
+        st.free_bytes = ps.free_bytes;
+        st.resident_free_bytes = ps.resident_free_bytes;
+        st.returned_bytes = ps.returned_bytes;
+        st.decommitted_bytes = ps.decommitted_bytes;
+        st.reclaims = reclaims_;
         return st;
     }
-    S& source() noexcept { return source_; }
+    S& source() noexcept { return spans_.pool().source(); }
 
 private:
-    static constexpr bool is_large(std::size_t n, std::size_t a) noexcept {
-        return a > tags::align || n > Options::large_threshold;
+    static constexpr bool is_large(std::size_t n) noexcept { return n > cfg.large_threshold; }
+    // A large block: its payload `offset` bytes into its span (16, or the
+    // alignment), the tags' head just before it flagged LARGE.
+    static constexpr std::size_t large_offset(std::size_t a) noexcept { return a > tags::align ? a : tags::align; }
+    static constexpr std::size_t large_bytes(std::size_t n, std::size_t a) noexcept {
+        return detail::round_up(large_offset(a) + std::max<std::size_t>(n, 1), detail::page_size);
+    }
+
+    template <request_like R>
+    std::byte* take(const R& q) noexcept {
+        std::byte* p = q.alignment > tags::align ? P::allocate_aligned(root_, q, q.alignment) : P::allocate(root_, q);
+        if (spare_ && p && spare_->contains(p)) spare_ = nullptr;   // the spare is in use again
+        return p;
+    }
+
+    // The span of p, checked before any of p's tags is read.
+    span* checked_span(std::byte* p, const char* what) noexcept {
+        span* sp = backend::page_map::instance().find(p - tags::payload_offset);
+        if (!sp || sp->owner != owner_tag_)
+            detail::fail("allotheque::block_heap", "a pointer this heap did not hand out", what, p);
+        if (sp->state == state::large) {
+            if (p != sp->base + sp->chunk)
+                detail::fail("allotheque::block_heap", "a pointer inside a large block", what, p);
+            return sp;
+        }
+        if (sp->state != state::block || detail::address_of(p) % tags::align != 0)
+            detail::fail("allotheque::block_heap", "a pointer this heap did not hand out", what, p);
+        std::byte* b = tags::block_of(p);
+        const std::size_t h = tags::head(b), s = h & ~tags::flags;
+        if (!(h & tags::in_use) || (h & tags::waiting))
+            detail::fail("allotheque::block_heap", "double free (the block is already free)", what, p);
+        const std::byte* usable_end = sp->base + sp->bytes - tags::align;   // the fence
+        if ((h & tags::large) || s < P::min_block || s % tags::align != 0 || b + s > usable_end ||
+            !(tags::head(b + s) & tags::prev_in_use))
+            detail::fail("allotheque::block_heap", "not the start of a block (or its tags were overwritten)", what, p);
+        return sp;
+    }
+
+    // Sees each free block a merge leaves; a span that is one free block again
+    // becomes the spare, or goes back to the back end if there is a spare already.
+    auto free_block_watch() noexcept {
+        return [this](std::byte* b, std::size_t s) noexcept {
+            if (s + tags::align < cfg.min_growth || cfg.reclaim == reclaim_policy::never) return;
+            span* sp = backend::page_map::instance().find(b);
+            if (!sp || sp->base != b || sp->bytes - tags::align != s) return;
+            if (!spare_) {
+                spare_ = sp;
+                return;
+            }
+            P::take_free_block(root_, b);
+            release_span(sp);
+        };
+    }
+    // sp's one free block is out of the partition already.
+    void release_span(span* sp) noexcept {
+        spans_.close(sp);
+        ++reclaims_;
     }
 
     [[gnu::noinline, gnu::cold]] bool grow(std::size_t need, const void* hint) noexcept {
-        const std::size_t least = detail::round_up(need + tags::align + link_bytes + tags::align, detail::page_size);
-        std::size_t want = std::clamp(detail::round_up(os_bytes_ / 8, detail::page_size), Options::min_growth,
-                                      Options::max_growth);
+        const std::size_t least = detail::round_up(need + 2 * tags::align + P::min_block, detail::page_size);
+        const std::size_t held = spans_.bytes(state::block);
+        std::size_t want = std::clamp(detail::round_up(held / 8, detail::page_size), cfg.min_growth, cfg.max_growth);
         want = std::max(want, least);
-        std::byte* base = take(want, hint);
-        if (!base && want > least) base = take(want = least, hint);
-        if (!base) return false;
-        std::byte* end = base + want - link_bytes;
-        if (!P::adopt(root_, base, static_cast<std::size_t>(end - base))) {
-            give(base, want);
+        span* sp = spans_.open(want, hint, state::block, owner_tag_);
+        if (!sp && want > least) sp = spans_.open(want = least, hint, state::block, owner_tag_);
+        if (!sp) return false;
+        if (!P::adopt(root_, sp->base, want)) {
+            spans_.close(sp);
             return false;
         }
-        remember(spans_, base, want, end);
+        note_held();
         return true;
     }
 
-    // A large block: [link][.. padding ..][prev_size][head = usable | IN_USE | LARGE][payload]
-    [[gnu::noinline, gnu::cold]] void* allocate_large(std::size_t n, std::size_t a, const void* hint) noexcept {
-        const std::size_t lead = detail::round_up(link_bytes + tags::payload_offset, std::max<std::size_t>(a, 16));
-        const std::size_t usable = detail::round_up(std::max<std::size_t>(n, 1), 16);
-        const std::size_t bytes = detail::round_up(lead + usable, detail::page_size);
-        if (bytes == 0 || bytes < usable) return nullptr;
-        std::byte* base = take(bytes, hint);
-        if (!base) return nullptr;
-        std::byte* payload = base + lead;
-        tags::head(tags::block_of(payload)) = (payload - base) | tags::in_use | tags::large;
-        remember(large_, base, bytes, base);
+    [[gnu::noinline, gnu::cold]] void* allocate_large(const request& r) noexcept {
+        const std::size_t offset = large_offset(r.alignment);
+        const std::size_t bytes = large_bytes(r.size, r.alignment);
+        if (bytes == 0 || bytes < r.size) return nullptr;
+        span* sp = spans_.open(bytes, r.hint, state::large, owner_tag_);
+        if (!sp) return nullptr;
+        sp->chunk = static_cast<std::uint32_t>(offset);
+        sp->request = r.size;
+        note_held();
+        std::byte* payload = sp->base + offset;
+        tags::head(tags::block_of(payload)) = offset | tags::in_use | tags::large;
+        if (r.zero && sp->dirty) std::memset(payload, 0, sp->bytes - offset);
         return payload;
     }
-    static std::size_t large_usable(const std::byte* b) noexcept {
-        const std::byte* base = b + tags::payload_offset - (tags::head(b) & ~tags::flags);
-        return reinterpret_cast<const link*>(base)->bytes - (tags::head(b) & ~tags::flags);
-    }
-    [[gnu::noinline, gnu::cold]] void deallocate_large(std::byte* b) noexcept {
-        std::byte* base = b + tags::payload_offset - (tags::head(b) & ~tags::flags);
-        link& l = *std::launder(reinterpret_cast<link*>(base));
-        large_.erase(large_.iterator_to(l));
-        give(l.base, l.bytes);
-    }
+    [[gnu::noinline, gnu::cold]] void deallocate_large(span* sp) noexcept { spans_.close(sp); }
 
-    std::byte* take(std::size_t bytes, const void* hint) noexcept {
-        auto* p = static_cast<std::byte*>(source_.allocate(bytes, hint));
-        if (p) peak_os_bytes_ = std::max(peak_os_bytes_, os_bytes_ += bytes);
-        return p;
-    }
-    void give(std::byte* base, std::size_t bytes) noexcept {
-        os_bytes_ -= bytes;
-        source_.deallocate(base, bytes);
-    }
-    static void remember(link_list& l, std::byte* base, std::size_t bytes, std::byte* at) noexcept {
-        auto* k = ::new (static_cast<void*>(at)) link;
-        k->base = base;
-        k->bytes = bytes;
-        l.push_back(*k);
-    }
-    void release_all() noexcept {
-        for (link_list* l : {&large_, &spans_})
-            while (!l->empty()) {
-                link& k = l->back();
-                l->pop_back();
-                give(k.base, k.bytes);
-            }
-        last_ = nullptr;
-    }
-    [[noreturn]] static void fail(const char* what, const void* p) noexcept {
-        std::fprintf(stderr, "allotheque::block_heap: %s: %p\n", what, p);
-        std::abort();
+    void note_held() noexcept {
+        const backend::pool_stats ps = spans_.pool().stats();
+        peak_os_ = std::max(peak_os_, ps.os_bytes + ps.metadata_bytes);
     }
 
     union {
         typename P::header_type root_;
     };
-    [[no_unique_address]] S source_{};
-    link_list spans_, large_;
+    backend::span_registry<S, Options> spans_{};
+    span* spare_ = nullptr;   // a span that is one free block, kept against thrashing
     const void* last_ = nullptr;
-    std::size_t os_bytes_ = 0, peak_os_bytes_ = 0;
+    const void* owner_tag_ = this;
+    std::size_t peak_os_ = 0, reclaims_ = 0;
 };
 
 } // namespace allotheque

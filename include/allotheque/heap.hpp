@@ -1,46 +1,90 @@
-// `heap<Partition, Source, Options>`: owns a partition's root and the system
-// memory behind it. Single-threaded by design; thread safety is a layer.
+// `heap<Partition, Source, Options>`: the exact-size heap. It owns a
+// partition's root and a back end (backend/span_pool.hpp over the source, the
+// process's page map), and it is single-threaded by design: thread safety is a
+// layer (locked, per_thread).
 //
 // allocate: round the size to the chunk size that serves it (good_size), look
-// in the partition, and when nothing fits refill: carve a fresh span into chunks
-// of that size, return the first and give the rest to the partition. Requests
-// above the large threshold go straight to the source. Deallocation is sized:
-// the size given at allocation is rounded the same way and the chunk returns to
-// every class it belongs to. Destruction returns all system memory.
+// in the partition, and when nothing fits refill: take a span from the back end
+// (whole pages, only chunks of this size: the page map maps each of its pages to
+// it), give all its chunks but the first to the partition, return the first.
+// A request above the large threshold is a span of its own (a large block).
+// Deallocation is sized: the size given at allocation is rounded the same way
+// and the chunk returns to every class it belongs to. deallocate(p) without a
+// size, usable_size(p), owns(p) and owner_of(p) find the span in the page map.
 //
-// Guarantees: a block of good_size(n, a) bytes, aligned to `a` when given
-// (a power of two up to the page size) and otherwise to the largest power of two
-// dividing good_size (at least 8). Failure: allocate throws std::bad_alloc,
-// try_allocate returns nullptr; the heap stays usable and leaks nothing.
+// Giving memory back (Options: heap_config::reclaim, retain_bytes):
+//   - a large block goes back to the back end when freed; the back end keeps
+//     up to max(retain_bytes, peak / 16) free bytes for reuse (the large-block
+//     cache) and gives the rest to the system;
+//   - small spans come back when all their chunks are free, found by a sweep:
+//     the partition is drained, its chunks counted per span, whole spans
+//     released and the others' chunks put back. Policy `threshold` (default)
+//     sweeps when the live bytes fall below 1/reclaim_ratio of the small-span
+//     bytes (then only after they halve again), every span at once when nothing
+//     is live, and before the heap grows while much of it is free; `eager`
+//     sweeps at one half; `never` only on trim() — but any heap sweeps before
+//     failing an allocation, so memory freed as one size serves another.
+//   - trim() sweeps and gives every free page back now.
+//
+// Guarantees: a block of good_size(n, a) bytes, aligned to `a` when given (a
+// power of two up to the page size) and otherwise to the largest power of two
+// dividing good_size (at least 8). Failure (the source refuses, the page map
+// cannot record a span): allocate throws std::bad_alloc, try_allocate returns
+// nullptr; the heap stays usable and leaks nothing. deallocate(p) of a pointer
+// this heap did not hand out (or of one inside a block) aborts with a message.
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <new>
 
 #include <boost/intrusive/list.hpp>
 
-#include <allotheque/detail/throwing_allocate.hpp>
+#include <allotheque/backend/page_map.hpp>
+#include <allotheque/backend/span_registry.hpp>
 #include <allotheque/containers/partition.hpp>
 #include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/fail.hpp>
+#include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/heap_options.hpp>
 #include <allotheque/request.hpp>
-#include <allotheque/sources/sbrk_source.hpp>
+#include <allotheque/sources/arena_source.hpp>
 #include <allotheque/sources/source.hpp>
 
 namespace allotheque {
 
 struct heap_stats {
-    std::size_t os_bytes = 0;        // held from the source now
-    std::size_t peak_os_bytes = 0;   // high-water mark of os_bytes
-    std::size_t metadata_bytes = 0;  // class tables mapped outside the source
-    std::size_t large_blocks = 0;    // blocks served straight from the source
+    std::size_t os_bytes = 0;            // held from the source now (spans, free pages, span records)
+    std::size_t peak_os_bytes = 0;       // high-water mark of os_bytes
+    std::size_t metadata_bytes = 0;      // class tables mapped outside the source, and span records
+    std::size_t large_blocks = 0;        // blocks that are spans of their own
+    std::size_t live_bytes = 0;          // in blocks handed out (chunk sizes)
+    std::size_t small_span_bytes = 0;    // in spans cut into chunks
+    std::size_t free_bytes = 0;          // free pages kept by the back end for reuse
+    std::size_t resident_free_bytes = 0; // of which may be resident (not yet decommitted)
+    std::size_t returned_bytes = 0;      // given back to the source so far
+    std::size_t decommitted_bytes = 0;   // decommitted so far
+    std::size_t reclaims = 0;            // sweeps that gave spans back
 };
 
-template <partition P, source S = sbrk_source, heap_options_like Options = heap_options<>>
+// Partitions that can hand every free chunk to a callback (drain) and forget
+// them all at once (clear): what a heap needs to find fully free spans.
+template <class P>
+concept sweepable_partition = requires(typename P::header_type& h, void (*f)(std::byte*)) {
+    P::drain(h, f);
+    P::clear(h);
+};
+
+template <partition P, source S = arena_source, heap_options_like Options = heap_options<>>
 class heap : public detail::throwing_allocate<heap<P, S, Options>> {
+    static_assert(!requires { P::manages_blocks; },
+                  "allotheque::heap: this partition splits and coalesces blocks (simultaneous<adjacency<...>, ...>); "
+                  "use allotheque::block_heap<Partition, Source, Options> for it");
     static_assert(P::size_exact,
                   "allotheque::heap: no level of this partition finds chunks of exactly the requested size; a heap "
                   "without splitting needs a size level with match/match_only (and an exact hash), or a size "
@@ -50,14 +94,14 @@ class heap : public detail::throwing_allocate<heap<P, S, Options>> {
                   "system almost never lands in the hint's class, so the search would fail after every refill (the "
                   "paper's Velox with (match, match)); use match_first, match_last_first or match_next there");
 
-    // Every span from the source ends with one of these, so the heap can give
-    // everything back without a separate registry.
-    struct trailer : boost::intrusive::list_base_hook<boost::intrusive::link_mode<boost::intrusive::normal_link>> {
-        std::byte* base;
-        std::size_t bytes;
-    };
-    using trailer_list = boost::intrusive::list<trailer, boost::intrusive::constant_time_size<false>>;
-    static constexpr std::size_t trailer_bytes = detail::round_up(sizeof(trailer), 16);
+    static constexpr heap_config cfg = config_of<Options>();
+    static_assert(cfg.reclaim == reclaim_policy::never || sweepable_partition<P>,
+                  "allotheque::heap: reclaiming free spans needs a partition with drain(h, f) and clear(h) (every "
+                  "container of the library has them); give a custom container those, or use reclaim_policy::never");
+    using span = backend::span;
+    using state = backend::span_state;
+    // Heaps with less than this in small spans never sweep on their own.
+    static constexpr std::size_t reclaim_min = std::size_t{1} << 20;
 
 public:
     using partition_type = P;
@@ -67,17 +111,20 @@ public:
     static constexpr bool locality_aware = P::reads_address;
     static constexpr std::size_t granularity = 8;
     static constexpr std::size_t min_chunk = detail::round_up(P::min_chunk, granularity);
+    // Every block can be aligned up to a page; large blocks (and requests made
+    // large by their alignment) up to max_large_alignment, inside their span.
     static constexpr std::size_t max_alignment = detail::page_size;
+    static constexpr std::size_t max_large_alignment = std::size_t{1} << 30;
     // Larger requests are refused before any arithmetic can overflow.
     static constexpr std::size_t max_size = std::numeric_limits<std::ptrdiff_t>::max() / 2;
 
     heap() requires std::default_initializable<S> { P::init(root_); }
-    explicit heap(S s) : source_(static_cast<S&&>(s)) { P::init(root_); }
+    explicit heap(S s) : spans_(static_cast<S&&>(s)) { P::init(root_); }
     // The root is constructed by P::init (which may map tables), never twice.
     heap(const heap&) = delete;
     heap& operator=(const heap&) = delete;
     ~heap() {
-        release_all();
+        spans_.release_all();
         P::destroy(root_);
     }
 
@@ -85,31 +132,36 @@ public:
     // the request cannot be served at all (too large, bad alignment).
     static constexpr std::size_t good_size(std::size_t n, std::size_t a = 0) noexcept {
         // The common case first, in the fewest dependent steps: it sits on every
-        // allocation and deallocation (halves the composed Kingsley's churn cost).
-        // Should the class size pass the threshold, it is served as a large block
-        // of that size: allocate and deallocate agree, which is all that matters.
-        if (a == 0 && n <= Options::large_threshold)
-            return P::round_size(std::max(detail::round_up(n, granularity), min_chunk));
-        if (a != 0 && (!detail::is_pow2(a) || a > max_alignment)) return 0;
+        // allocation and deallocation. Should the class size pass the threshold,
+        // it is served as a large block of that size: allocate and deallocate agree.
+        if (a == 0 && n <= cfg.large_threshold) return P::round_size(std::max(detail::round_up(n, granularity), min_chunk));
+        if (a != 0 && (!detail::is_pow2(a) || a > max_large_alignment)) return 0;
         if (n > max_size) return 0;
+        if (a > max_alignment) return detail::round_up(n == 0 ? 1 : n, 16);
         const std::size_t step = std::max(a, granularity);
         std::size_t s = P::round_size(detail::round_up(std::max(n, min_chunk), step));
         if (a != 0 && detail::natural_alignment(s) < a) s = detail::round_up(s, a);
-        if (s > Options::large_threshold) return detail::round_up(n == 0 ? 1 : n, std::max<std::size_t>(a, 16));
+        if (s > cfg.large_threshold) return detail::round_up(n == 0 ? 1 : n, std::max<std::size_t>(a, 16));
         return s;
     }
-    static constexpr bool is_large(std::size_t good) noexcept { return good > Options::large_threshold; }
+    // Whether (good_size, alignment) is served as a span of its own.
+    static constexpr bool is_large(std::size_t good, std::size_t a = 0) noexcept {
+        return good > cfg.large_threshold || a > max_alignment;
+    }
 
     template <request_like R = request>
     [[nodiscard]] void* try_allocate(const R& r) noexcept {
         const std::size_t s = good_size(r.size, r.alignment);
         if (s == 0) return nullptr;
-        if (is_large(s)) return allocate_large(s, r.hint);
+        if (is_large(s, r.alignment)) return allocate_large(s, r);
         R q = r;
         q.size = s;
         std::byte* p = P::allocate(root_, q);
         if (!p) p = refill(s, r.hint);
-        if (p) last_ = p;
+        if (!p) return nullptr;
+        if constexpr (locality_aware) last_ = p;
+        live_ += s;
+        if (r.zero) std::memset(p, 0, s);
         return p;
     }
 
@@ -118,8 +170,55 @@ public:
         if (!p) return;
         const std::size_t s = good_size(r.size, r.alignment);
         if (s == 0) return;   // no allocation can have had this size
-        if (is_large(s)) return deallocate_large(static_cast<std::byte*>(p), s);
+        if (is_large(s, r.alignment)) return deallocate_large(static_cast<std::byte*>(p));
         P::deallocate(root_, static_cast<std::byte*>(p), s);
+        released(s);
+    }
+
+    // Without a size: the page map says which span p is in, the span its size.
+    void deallocate(void* p) noexcept {
+        if (!p) return;
+        span* sp = span_of(p, "deallocate(p)");
+        if (sp->state == state::large) return deallocate_large(static_cast<std::byte*>(p));
+        P::deallocate(root_, static_cast<std::byte*>(p), sp->chunk);
+        released(sp->chunk);
+    }
+
+    // Bytes usable at p (the chunk or large block's size); 0 for nullptr.
+    std::size_t usable_size(const void* p) const noexcept {
+        if (!p) return 0;
+        const span* sp = span_of(p, "usable_size(p)");
+        return sp->state == state::large ? sp->bytes - sp->chunk : sp->chunk;
+    }
+    // Whether p lies in a span this heap holds.
+    bool owns(const void* p) const noexcept {
+        const span* sp = backend::page_map::instance().find(p);
+        return sp && sp->owner == owner_tag_ && (sp->state == state::small || sp->state == state::large);
+    }
+    // The owner tag of the heap holding p (any heap of the process), or nullptr.
+    static const void* owner_of(const void* p) noexcept {
+        const span* sp = backend::page_map::instance().find(p);
+        return sp && (sp->state == state::small || sp->state == state::large) ? sp->owner : nullptr;
+    }
+    // What owner_of reports for this heap's blocks (default: the heap's address).
+    // per_thread tags each thread's heap with its slot. Re-tags spans held now.
+    void set_owner_tag(const void* tag) noexcept {
+        owner_tag_ = tag;
+        spans_.retag(tag);
+    }
+    const void* owner_tag() const noexcept { return owner_tag_; }
+
+    // Resizes a block in place: true when p (allocated with `old`) can now hold
+    // n bytes without moving. Large blocks grow into free pages right after them.
+    bool try_resize(void* p, const request& old, std::size_t n) noexcept {
+        const std::size_t was = good_size(old.size, old.alignment), now = good_size(n, old.alignment);
+        if (was == 0 || now == 0) return false;
+        if (!is_large(was, old.alignment)) return now == was;
+        if (!is_large(now, old.alignment)) return false;
+        span* sp = span_of(p, "try_resize(p)");
+        if (!spans_.resize(sp, detail::round_up(sp->chunk + now, detail::page_size))) return false;
+        sp->request = now;
+        return true;
     }
 
     // Gives back `count` blocks allocated with the same size (and alignment) as
@@ -130,177 +229,260 @@ public:
         const std::size_t s = good_size(r.size, r.alignment);
         if (s == 0) return;
         std::byte* batch[64];
-        std::size_t k = 0;
+        std::size_t k = 0, freed = 0;
         for (std::size_t i = 0; i < count; ++i) {
             if (!ps[i]) continue;
-            if (is_large(s)) {
-                deallocate_large(static_cast<std::byte*>(ps[i]), s);
+            if (is_large(s, r.alignment)) {
+                deallocate_large(static_cast<std::byte*>(ps[i]));
                 continue;
             }
             batch[k++] = static_cast<std::byte*>(ps[i]);
+            ++freed;
             if (k == std::size(batch)) {
                 deallocate_run_in<P>(root_, batch, k, s);
                 k = 0;
             }
         }
         if (k > 0) deallocate_run_in<P>(root_, batch, k, s);
+        if (freed) released(freed * s);
     }
 
     // Drops every block at once and returns all memory to the source; the heap
     // stays usable. Blocks handed out before are invalid afterwards.
     void deallocate_all() noexcept {
-        release_all();
+        spans_.release_all();
         P::destroy(root_);
         P::init(root_);
+        live_ = 0;
+        last_ = nullptr;
+        set_floor();
+    }
+
+    // Gives every span whose chunks are all free back, and every free page to
+    // the system. Returns the bytes that left the heap's resident memory.
+    std::size_t trim() noexcept {
+        if constexpr (sweepable_partition<P>) sweep();
+        return spans_.pool().trim();
     }
 
     // Where the last small allocation landed: the "near previous" hint.
     const void* last_allocation() const noexcept { return last_; }
 
     heap_stats stats() const noexcept {
-        heap_stats st{os_bytes_, peak_os_bytes_, 0, 0};
-        if constexpr (requires { P::metadata_bytes(root_); }) st.metadata_bytes = P::metadata_bytes(root_);
-        for ([[maybe_unused]] const trailer& t : large_) ++st.large_blocks;
+        const backend::pool_stats ps = spans_.pool().stats();
+        heap_stats st;
+        st.os_bytes = ps.os_bytes + ps.metadata_bytes;
+        st.peak_os_bytes = std::max(peak_os_, st.os_bytes);
+        st.metadata_bytes = ps.metadata_bytes;
+        if constexpr (requires { P::metadata_bytes(root_); }) st.metadata_bytes += P::metadata_bytes(root_);
+        st.large_blocks = spans_.count(state::large);
+        st.live_bytes = live_;
+        st.small_span_bytes = small_bytes();
+        st.free_bytes = ps.free_bytes;
+        st.resident_free_bytes = ps.resident_free_bytes;
+        st.returned_bytes = ps.returned_bytes;
+        st.decommitted_bytes = ps.decommitted_bytes;
+        st.reclaims = reclaims_;
         return st;
     }
-    S& source() noexcept { return source_; }
+    S& source() noexcept { return spans_.pool().source(); }
     typename P::header_type& root() noexcept { return root_; }
 
-    // Told about every range [first, first + bytes) the heap cuts into chunks of
-    // `chunk` bytes (a refill span, or the old wilderness given back on growth).
-    // With Options::page_spans the ranges are page-aligned and disjoint, so the
-    // observer can map every page to its chunk size. Large blocks are not reported.
-    using span_observer = void (*)(void* context, std::byte* first, std::size_t bytes, std::size_t chunk) noexcept;
-    void set_span_observer(span_observer f, void* context) noexcept {
-        observer_ = f;
-        observer_context_ = context;
-    }
-
 private:
-    // Chunks of s bytes start at multiples of their natural alignment: that is
-    // the whole alignment guarantee, so the wilderness is aligned before carving.
-    std::byte* carve_start(std::size_t s) const noexcept {
-        const std::size_t a = page_spans_of<Options> ? detail::page_size : detail::natural_alignment(s);
-        return reinterpret_cast<std::byte*>(detail::round_up(detail::address_of(wild_), a));
-    }
-
-    // With page_spans: whole pages, and enough of them that the unused end of
-    // the span (it holds no chunk of another size) is at most 1/8 of it.
+    // Whole pages holding at least one chunk, with at most 1/8 of the span
+    // unused at its end (no chunk of another size may live there).
     static constexpr std::size_t span_for(std::size_t s) noexcept {
-        std::size_t span = std::max(s, Options::refill_span);
-        if constexpr (page_spans_of<Options>) {
-            span = detail::round_up(span, detail::page_size);
-            for (std::size_t t = span; t <= 8 * span; t += detail::page_size)
-                if ((t % s) * 8 <= t) return t;
-        }
-        return span;
+        std::size_t span_bytes = detail::round_up(std::max(s, cfg.refill_span), detail::page_size);
+        for (std::size_t t = span_bytes; t <= 8 * span_bytes; t += detail::page_size)
+            if ((t % s) * 8 <= t) return t;
+        return span_bytes;
     }
 
     [[gnu::noinline, gnu::cold]] std::byte* refill(std::size_t s, const void* hint) noexcept {
-        const std::size_t span = span_for(s);
-        std::byte* p = carve_start(s);
-        if ((wild_ == nullptr || wild_end_ - p < static_cast<std::ptrdiff_t>(span))) {
-            if (!grow(span, hint, s)) return nullptr;
-            p = wild_;
-        }
-        if (!P::prepare(root_, p, span)) return nullptr;
-        wild_ = p + span;
-        if (observer_) observer_(observer_context_, p, span, s);
-        give_back(p + s, span - s, s);
-        return p;
-    }
-
-    // Cuts [p, p+n) into chunks of s bytes for the partition, the lowest address
-    // on top so that consecutive allocations walk upwards through the span. A
-    // remainder that is itself a valid, naturally aligned chunk is kept too.
-    void give_back(std::byte* p, std::size_t n, std::size_t s) noexcept {
-        std::size_t k = n / s;
-        const std::size_t rest = n - k * s;
-        std::byte* tail = p + k * s;
-        if (!page_spans_of<Options> && rest >= min_chunk && rest % granularity == 0 && P::round_size(rest) == rest &&
-            detail::address_of(tail) % detail::natural_alignment(rest) == 0)
-            P::deallocate(root_, tail, rest);
-        while (k-- > 0) P::deallocate(root_, p + k * s, s);
-    }
-
-    bool grow(std::size_t span, const void* hint, std::size_t s) noexcept {
-        const std::size_t least = detail::round_up(span + trailer_bytes, detail::page_size);
-        std::size_t want = std::clamp(detail::round_up(os_bytes_ / 8, detail::page_size), Options::min_growth,
-                                      Options::max_growth);
-        want = std::max(want, least);
-        std::byte* base = take(want, hint);
-        if (!base && want > least) base = take(want = least, hint);
-        if (!base) return false;
-        // What is left of the old wilderness still serves this size.
-        if (wild_ != nullptr) {
-            std::byte* rest = carve_start(s);
-            if (wild_end_ - rest >= static_cast<std::ptrdiff_t>(s) &&
-                P::prepare(root_, rest, static_cast<std::size_t>(wild_end_ - rest))) {
-                if (observer_) observer_(observer_context_, rest, static_cast<std::size_t>(wild_end_ - rest), s);
-                give_back(rest, static_cast<std::size_t>(wild_end_ - rest), s);
+        const std::size_t bytes = span_for(s);
+        if constexpr (sweepable_partition<P> && cfg.reclaim != reclaim_policy::never) {
+            // Reuse what is free as other sizes before the back end grows; at
+            // most once per doubling of the small spans, so a heap whose free
+            // chunks cannot be released does not sweep on every growth.
+            const std::size_t held = small_bytes();
+            if (held >= growth_sweep_at_ && held - live_ >= std::max(reclaim_min, held / 4) &&
+                !spans_.pool().can_take(bytes)) {
+                sweep();
+                growth_sweep_at_ = 2 * small_bytes();
             }
         }
-        wild_ = base;
-        wild_end_ = base + want - trailer_bytes;
-        link(spans_, base, want, wild_end_);
-        return true;
-    }
-
-    std::byte* take(std::size_t bytes, const void* hint) noexcept {
-        auto* p = static_cast<std::byte*>(source_.allocate(bytes, hint));
-        if (p) {
-            os_bytes_ += bytes;
-            peak_os_bytes_ = std::max(peak_os_bytes_, os_bytes_);
+        span* sp = spans_.open(bytes, hint, state::small, owner_tag_);
+        if (!sp && sweep_for_memory()) sp = spans_.open(bytes, hint, state::small, owner_tag_);
+        if (!sp) return nullptr;
+        sp->chunk = static_cast<std::uint32_t>(s);
+        if (!P::prepare(root_, sp->base, bytes)) {
+            spans_.close(sp);
+            return nullptr;
         }
-        return p;
-    }
-    void give(trailer& t) noexcept {
-        os_bytes_ -= t.bytes;
-        source_.deallocate(t.base, t.bytes);
-    }
-    static void link(trailer_list& l, std::byte* base, std::size_t bytes, std::byte* at) noexcept {
-        auto* t = ::new (static_cast<void*>(at)) trailer;
-        t->base = base;
-        t->bytes = bytes;
-        l.push_back(*t);
+        note_held();
+        // The lowest address on top, so that consecutive allocations walk upwards.
+        for (std::size_t k = bytes / s; k-- > 1;) P::deallocate(root_, sp->base + k * s, s);
+        return sp->base;
     }
 
-    [[gnu::noinline, gnu::cold]] void* allocate_large(std::size_t s, const void* hint) noexcept {
-        const std::size_t bytes = detail::round_up(s + trailer_bytes, detail::page_size);
-        if (bytes == 0) return nullptr;
-        std::byte* base = take(bytes, hint);
-        if (!base) return nullptr;
-        link(large_, base, bytes, base + s);
-        return base;
+    // A large block is a span of its own; aligned beyond a page, its payload
+    // starts `chunk` bytes in and the page holding the payload maps to it.
+    [[gnu::noinline, gnu::cold]] void* allocate_large(std::size_t s, const request& r) noexcept {
+        const std::size_t slack = r.alignment > detail::page_size ? r.alignment - detail::page_size : 0;
+        const std::size_t bytes = detail::round_up(s, detail::page_size) + slack;
+        if (bytes < s || bytes - slack == 0) return nullptr;
+        span* sp = spans_.open(bytes, r.hint, state::large, owner_tag_);
+        if (!sp && sweep_for_memory()) sp = spans_.open(bytes, r.hint, state::large, owner_tag_);
+        if (!sp) return nullptr;
+        std::byte* payload = slack ? reinterpret_cast<std::byte*>(detail::round_up(detail::address_of(sp->base), r.alignment))
+                                   : sp->base;
+        sp->chunk = static_cast<std::uint32_t>(payload - sp->base);
+        sp->request = s;
+        note_held();
+        if (r.zero && sp->dirty) std::memset(payload, 0, s);
+        return payload;
     }
-    [[gnu::noinline, gnu::cold]] void deallocate_large(std::byte* p, std::size_t s) noexcept {
-        trailer& t = *std::launder(reinterpret_cast<trailer*>(p + s));
-        large_.erase(large_.iterator_to(t));
-        give(t);
+    [[gnu::noinline, gnu::cold]] void deallocate_large(std::byte* p) noexcept {
+        span* sp = backend::page_map::instance().find(p);
+        if (!sp || sp->owner != owner_tag_ || sp->state != state::large || sp->base + sp->chunk != p)
+            detail::fail("allotheque::heap", "free of a large block this heap does not hold (double free?)", p);
+        spans_.close(sp);
     }
 
-    void release_all() noexcept {
-        for (trailer_list* l : {&large_, &spans_})
-            while (!l->empty()) {
-                trailer& t = l->back();
-                l->pop_back();
-                give(t);
+    span* span_of(const void* p, const char* what) const noexcept {
+        span* sp = backend::page_map::instance().find(p);
+        if (!sp || sp->owner != owner_tag_ || (sp->state != state::small && sp->state != state::large))
+            detail::fail("allotheque::heap", "a pointer this heap did not hand out", what, p);
+        const auto off = static_cast<std::size_t>(static_cast<const std::byte*>(p) - sp->base);
+        if (sp->state == state::large ? off != sp->chunk : off % sp->chunk != 0)
+            detail::fail("allotheque::heap", "a pointer inside a block, not at its start", what, p);
+        return sp;
+    }
+
+    // Bookkeeping after s bytes came back; the one test on the free path.
+    void released(std::size_t s) noexcept {
+        live_ -= s;
+        if constexpr (sweepable_partition<P> && cfg.reclaim != reclaim_policy::never)
+            if (live_ < reclaim_floor_) [[unlikely]]
+                reclaim();
+    }
+    static constexpr unsigned ratio = cfg.reclaim == reclaim_policy::eager ? 2 : cfg.reclaim_ratio;
+    std::size_t small_bytes() const noexcept { return spans_.bytes(state::small); }
+    void note_held() noexcept {
+        const backend::pool_stats ps = spans_.pool().stats();
+        peak_os_ = std::max(peak_os_, ps.os_bytes + ps.metadata_bytes);
+        if (live_ >= small_bytes() / ratio) sweep_guard_ = max_size;   // healthy again: no back-off
+        set_floor();
+    }
+    // Sweep when live bytes fall below 1/ratio of the small spans (never for a
+    // small heap). After a sweep the floor is also at most half the live bytes
+    // it left (sweep_guard_), so an unproductive sweep is not repeated until
+    // that many more bytes have come back.
+    void set_floor() noexcept {
+        const std::size_t held = small_bytes();
+        reclaim_floor_ = held < reclaim_min ? 0 : std::min(held / ratio, sweep_guard_);
+    }
+
+    [[gnu::noinline, gnu::cold]] void reclaim() noexcept {
+        if (live_ == 0) {
+            // Nothing is live: every span goes, without looking at a chunk.
+            release_small_spans();
+            P::clear(root_);
+            ++reclaims_;
+            sweep_guard_ = max_size;
+        } else {
+            sweep();
+            sweep_guard_ = live_ / 2;
+        }
+        set_floor();
+    }
+    // Before failing an allocation: sweep if anything is free at all.
+    bool sweep_for_memory() noexcept {
+        if constexpr (sweepable_partition<P>) {
+            if (small_bytes() == live_) return false;
+            return sweep() > 0;
+        } else {
+            return false;
+        }
+    }
+
+    // Drains the partition, counts its chunks per span, releases the spans whose
+    // chunks are all free and puts the other chunks back. Returns bytes released.
+    std::size_t sweep() noexcept {
+        span* touched = nullptr;
+        span* last = nullptr;
+        auto& map = backend::page_map::instance();
+        P::drain(root_, [&](std::byte* p) noexcept {
+            span* sp = last && last->contains(p) ? last : map.find(p);
+            last = sp;
+            if (sp->sweep_count++ == 0) {
+                sp->sweep_next = touched;
+                touched = sp;
             }
-        wild_ = wild_end_ = nullptr;
+            *reinterpret_cast<std::byte**>(p) = sp->sweep_chunks;
+            sp->sweep_chunks = p;
+        });
+        if constexpr (locality_aware) last_ = nullptr;
+        std::size_t released_bytes = 0;
+        for (span* sp = touched; sp;) {
+            span* next = sp->sweep_next;
+            const std::size_t s = sp->chunk;
+            std::byte* c = sp->sweep_chunks;
+            if (sp->sweep_count == sp->bytes / s) {
+                released_bytes += sp->bytes;
+                release_small(sp);
+            } else {
+                std::byte* batch[64];
+                std::size_t k = 0;
+                while (c) {
+                    std::byte* n = *reinterpret_cast<std::byte**>(c);
+                    batch[k++] = c;
+                    c = n;
+                    if (k == std::size(batch) || !c) {
+                        deallocate_run_in<P>(root_, batch, k, s);
+                        k = 0;
+                    }
+                }
+                sp->sweep_chunks = nullptr;
+                sp->sweep_count = 0;
+                sp->sweep_next = nullptr;
+            }
+            sp = next;
+        }
+        if (released_bytes) ++reclaims_;
+        return released_bytes;
+    }
+    void release_small(span* sp) noexcept {
+        sp->sweep_chunks = nullptr;
+        sp->sweep_count = 0;
+        sp->sweep_next = nullptr;
+        spans_.close(sp);
+    }
+    // Every small span back to the pool (nothing in them is live).
+    void release_small_spans() noexcept {
+        span* all = nullptr;
+        spans_.for_each([&](span& sp) {
+            if (sp.state == state::small) {
+                sp.sweep_next = all;
+                all = &sp;
+            }
+        });
+        while (all) {
+            span* next = all->sweep_next;
+            release_small(all);
+            all = next;
+        }
         last_ = nullptr;
     }
 
     union {   // constructed and destroyed by P::init / P::destroy only
         typename P::header_type root_;
     };
-    [[no_unique_address]] S source_{};
-    trailer_list spans_, large_;
-    std::byte* wild_ = nullptr;
-    std::byte* wild_end_ = nullptr;
+    backend::span_registry<S, Options> spans_{};
     const void* last_ = nullptr;
-    std::size_t os_bytes_ = 0, peak_os_bytes_ = 0;
-    span_observer observer_ = nullptr;
-    void* observer_context_ = nullptr;
+    const void* owner_tag_ = this;
+    std::size_t live_ = 0, reclaim_floor_ = 0, peak_os_ = 0, reclaims_ = 0;
+    std::size_t sweep_guard_ = max_size, growth_sweep_at_ = 0;
 };
 
 } // namespace allotheque

@@ -1,7 +1,13 @@
-// How a heap talks to its source: the span it carves per refill (the paper: one
-// page), the size from which requests bypass the partition and go to the
-// source, and how much it asks the source for at once (growing with the heap,
-// so a small heap stays small and a large one makes few system calls).
+// How a heap talks to its back end: the span it carves per refill (the paper:
+// one page), the size from which a request is one block of its own, how much it
+// asks the source for at once (growing with the heap, so a small heap stays
+// small and a large one makes few system calls), and when memory goes back.
+//
+// Two spellings of the same thing:
+//   heap_options<RefillSpan, LargeThreshold, MinGrowth, MaxGrowth>   (positional)
+//   configured<heap_config{.large_threshold = 1 << 20, .reclaim = reclaim_policy::never}>
+// The second names any subset of the fields below and keeps the defaults for
+// the rest.
 #pragma once
 #include <concepts>
 #include <cstddef>
@@ -10,29 +16,49 @@
 
 namespace allotheque {
 
-template <std::size_t RefillSpan = detail::page_size, std::size_t LargeThreshold = 64 * 1024,
-          std::size_t MinGrowth = 64 * 1024, std::size_t MaxGrowth = 4 * 1024 * 1024, bool PageSpans = false>
-struct heap_options {
-    static_assert(RefillSpan >= 64 && detail::is_pow2(RefillSpan), "heap_options: RefillSpan a power of two >= 64");
-    static_assert(LargeThreshold >= RefillSpan, "heap_options: LargeThreshold below RefillSpan");
-    static_assert(MinGrowth % detail::page_size == 0 && MaxGrowth >= MinGrowth,
-                  "heap_options: growth a multiple of the page size, Max >= Min");
-    static constexpr std::size_t refill_span = RefillSpan;
-    static constexpr std::size_t large_threshold = LargeThreshold;
-    static constexpr std::size_t min_growth = MinGrowth;
-    static constexpr std::size_t max_growth = MaxGrowth;
-    // PageSpans: every refill span is whole pages, page-aligned, and cut into
-    // chunks of one size only (no leftover tail of another size is kept), so a
-    // page belongs to exactly one chunk size (what layers::page_map relies on).
-    static constexpr bool page_spans = PageSpans;
+// When an exact-size heap gives fully free spans back while it runs (see
+// heap.hpp, "Giving memory back"):
+//   never      only trim(), deallocate_all() and destruction give memory back;
+//   threshold  when the heap's live bytes fall below 1/reclaim_ratio of the
+//              bytes its spans hold (and always when nothing is live, and
+//              before growing while much is free): the default;
+//   eager      as threshold, but also after every `reclaim_ratio` x span of frees.
+enum class reclaim_policy { never, threshold, eager };
+
+struct heap_config {
+    std::size_t refill_span = detail::page_size;   // smallest span cut into chunks of one size
+    std::size_t large_threshold = 64 * 1024;       // larger requests are blocks of their own
+    std::size_t min_growth = 64 * 1024;            // asked of the source at least ...
+    std::size_t max_growth = 4 * 1024 * 1024;      // ... and at most per growth (larger blocks: their size)
+    reclaim_policy reclaim = reclaim_policy::threshold;
+    unsigned reclaim_ratio = 8;
+    // Free pages the back end keeps ready for reuse (the large-block cache);
+    // beyond max(retain_bytes, peak / 16) free pages go back to the system:
+    // whole source allocations are returned, the rest decommitted (madvise).
+    std::size_t retain_bytes = 4 * 1024 * 1024;
 };
 
-// Options without the page_spans member count as false.
-template <class O>
-inline constexpr bool page_spans_of = false;
-template <class O>
-    requires requires { O::page_spans; }
-inline constexpr bool page_spans_of<O> = O::page_spans;
+template <heap_config C = heap_config{}>
+struct configured {
+    static_assert(C.refill_span >= 64 && detail::is_pow2(C.refill_span), "heap_config: refill_span a power of two >= 64");
+    static_assert(C.large_threshold >= C.refill_span, "heap_config: large_threshold below refill_span");
+    static_assert(C.min_growth % detail::page_size == 0 && C.max_growth >= C.min_growth,
+                  "heap_config: growth a multiple of the page size, max_growth >= min_growth");
+    static_assert(C.reclaim_ratio >= 2, "heap_config: reclaim_ratio >= 2");
+    static constexpr heap_config config = C;
+    static constexpr std::size_t refill_span = C.refill_span;
+    static constexpr std::size_t large_threshold = C.large_threshold;
+    static constexpr std::size_t min_growth = C.min_growth;
+    static constexpr std::size_t max_growth = C.max_growth;
+    // Every span is whole pages of one chunk size (kept for code that asks).
+    static constexpr bool page_spans = true;
+};
+
+// The positional form. PageSpans is accepted for compatibility and has no
+// effect: every span is now page-aligned whole pages of one chunk size.
+template <std::size_t RefillSpan = detail::page_size, std::size_t LargeThreshold = 64 * 1024,
+          std::size_t MinGrowth = 64 * 1024, std::size_t MaxGrowth = 4 * 1024 * 1024, bool PageSpans = true>
+struct heap_options : configured<heap_config{RefillSpan, LargeThreshold, MinGrowth, MaxGrowth}> {};
 
 template <class O>
 concept heap_options_like = requires {
@@ -41,5 +67,25 @@ concept heap_options_like = requires {
     { O::min_growth } -> std::convertible_to<std::size_t>;
     { O::max_growth } -> std::convertible_to<std::size_t>;
 };
+
+// The full configuration of any options type: user types that name only the
+// four sizes get the defaults for the rest.
+template <heap_options_like O>
+constexpr heap_config config_of() noexcept {
+    if constexpr (requires { O::config; }) {
+        return O::config;
+    } else {
+        heap_config c;
+        c.refill_span = O::refill_span;
+        c.large_threshold = O::large_threshold;
+        c.min_growth = O::min_growth;
+        c.max_growth = O::max_growth;
+        return c;
+    }
+}
+
+// Kept for code written against the page_spans option.
+template <class O>
+inline constexpr bool page_spans_of = true;
 
 } // namespace allotheque

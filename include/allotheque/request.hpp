@@ -12,6 +12,7 @@ struct request {
     std::size_t size = 0;
     const void* hint = nullptr;   // an address the new block should be near; nullptr = no preference
     std::size_t alignment = 0;    // 0 = the heap's natural alignment for this size
+    bool zero = false;            // the block must read as zero (calloc); heaps skip clearing fresh memory
 };
 
 // A request carrying extra attribute values, e.g. a call site. `Values` are the

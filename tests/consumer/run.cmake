@@ -1,8 +1,17 @@
 # Driver for the packaging ctests. Run with `cmake -D... -P run.cmake`.
 #
-#   MODE                  install | subdir | fetch
+#   MODE                  install | headers_only | component | subdir | fetch
 #   ALLOTHEQUE_SOURCE_DIR allotheque source root
 #   ALLOTHEQUE_BINARY_DIR allotheque build tree (MODE=install: what gets installed)
+#
+# install:      `cmake --install` of the (built) test tree, then find_package.
+# headers_only: a fresh tree configured with ALLOTHEQUE_HEADERS_ONLY=ON and no
+#               build type, installed with plain `cmake --install` without
+#               building anything; the build type must have defaulted to
+#               Release and nothing compiled may reach the prefix.
+# component:    a fresh tree with the default options (malloc and tools ON
+#               where supported), never built, installed with
+#               `--component headers`: only headers, package and licence.
 #   CONSUMER_SOURCE_DIR   consumer project to configure
 #   WORK_DIR              scratch directory (wiped first)
 #   CONSUMER_GENERATOR, CONSUMER_CXX_COMPILER, CONSUMER_CONFIG, EXPECTED_VERSION
@@ -30,33 +39,63 @@ file(MAKE_DIRECTORY "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 set(build "${WORK_DIR}/build")
 
+# Generator and compiler, for the consumer and for a fresh allotheque tree.
+set(toolchain_args "")
+if(CONSUMER_GENERATOR)
+  list(APPEND toolchain_args -G "${CONSUMER_GENERATOR}")
+endif()
+if(CONSUMER_CXX_COMPILER)
+  list(APPEND toolchain_args -DCMAKE_CXX_COMPILER=${CONSUMER_CXX_COMPILER})
+endif()
+
 set(configure_args
-  -S "${CONSUMER_SOURCE_DIR}" -B "${build}"
+  -S "${CONSUMER_SOURCE_DIR}" -B "${build}" ${toolchain_args}
   -DCMAKE_BUILD_TYPE=${CONSUMER_CONFIG}
   # Only the prefix we install to may satisfy find_package(allotheque).
   -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
   -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF)
-if(CONSUMER_GENERATOR)
-  list(APPEND configure_args -G "${CONSUMER_GENERATOR}")
-endif()
-if(CONSUMER_CXX_COMPILER)
-  list(APPEND configure_args -DCMAKE_CXX_COMPILER=${CONSUMER_CXX_COMPILER})
-endif()
 
-if(MODE STREQUAL "install")
-  if(NOT ALLOTHEQUE_BINARY_DIR)
-    message(FATAL_ERROR "run.cmake: ALLOTHEQUE_BINARY_DIR is not set")
+if(MODE MATCHES "^(install|headers_only|component)$")
+  set(install_args --prefix "${prefix}" --config ${CONSUMER_CONFIG})
+  if(MODE STREQUAL "install")
+    if(NOT ALLOTHEQUE_BINARY_DIR)
+      message(FATAL_ERROR "run.cmake: ALLOTHEQUE_BINARY_DIR is not set")
+    endif()
+    set(installed_tree "${ALLOTHEQUE_BINARY_DIR}")
+  else()
+    # A fresh allotheque tree, configured and never built.
+    set(installed_tree "${WORK_DIR}/allotheque")
+    set(lib_args -S "${ALLOTHEQUE_SOURCE_DIR}" -B "${installed_tree}" ${toolchain_args})
+    if(MODE STREQUAL "headers_only")
+      list(APPEND lib_args -DALLOTHEQUE_HEADERS_ONLY=ON)
+    else()
+      list(APPEND lib_args -DALLOTHEQUE_BUILD_TESTS=OFF -DALLOTHEQUE_BUILD_BENCHMARKS=OFF
+                           -DALLOTHEQUE_BUILD_EXAMPLES=OFF)
+      list(APPEND install_args --component headers)
+    endif()
+    run_step("configure allotheque" ${CMAKE_COMMAND} ${lib_args})
+    if(NOT CONSUMER_GENERATOR MATCHES "Multi-Config|Visual Studio|Xcode")
+      file(STRINGS "${installed_tree}/CMakeCache.txt" type_line REGEX "^CMAKE_BUILD_TYPE:")
+      if(NOT type_line MATCHES "=Release$")
+        message(FATAL_ERROR "[${MODE}] no build type given, expected Release, got '${type_line}'")
+      endif()
+    endif()
   endif()
-  run_step("install" ${CMAKE_COMMAND} --install "${ALLOTHEQUE_BINARY_DIR}"
-           --prefix "${prefix}" --config ${CONSUMER_CONFIG})
-  foreach(f include/allotheque/version.hpp)
+  run_step("install" ${CMAKE_COMMAND} --install "${installed_tree}" ${install_args})
+  foreach(f include/allotheque/version.hpp include/allotheque/allotheque.hpp share/doc/allotheque/LICENSE)
     if(NOT EXISTS "${prefix}/${f}")
-      message(FATAL_ERROR "[install] ${f} missing from the install prefix")
+      message(FATAL_ERROR "[${MODE}] ${f} missing from the install prefix")
     endif()
   endforeach()
   file(GLOB_RECURSE config_file "${prefix}/*/allothequeConfig.cmake")
   if(NOT config_file)
-    message(FATAL_ERROR "[install] allothequeConfig.cmake missing from the install prefix")
+    message(FATAL_ERROR "[${MODE}] allothequeConfig.cmake missing from the install prefix")
+  endif()
+  if(NOT MODE STREQUAL "install")
+    file(GLOB_RECURSE compiled "${prefix}/*.so" "${prefix}/*.so.*" "${prefix}/*.a" "${prefix}/bin/*")
+    if(compiled)
+      message(FATAL_ERROR "[${MODE}] a headers-only install installed compiled files: ${compiled}")
+    endif()
   endif()
   list(APPEND configure_args -DCMAKE_PREFIX_PATH=${prefix})
 elseif(MODE STREQUAL "subdir" OR MODE STREQUAL "fetch")
@@ -67,7 +106,7 @@ endif()
 
 run_step("configure" ${CMAKE_COMMAND} ${configure_args})
 
-if(MODE STREQUAL "install")
+if(DEFINED installed_tree)
   # Make sure the package really came from our prefix.
   file(STRINGS "${build}/CMakeCache.txt" dir_line REGEX "^allotheque_DIR:")
   string(REGEX REPLACE "^allotheque_DIR:[A-Z]+=" "" found_dir "${dir_line}")
@@ -75,7 +114,7 @@ if(MODE STREQUAL "install")
   file(REAL_PATH "${found_dir}" real_found)
   string(FIND "${real_found}" "${real_prefix}/" pos)
   if(NOT pos EQUAL 0)
-    message(FATAL_ERROR "[install] allotheque found at '${found_dir}', not under '${prefix}'")
+    message(FATAL_ERROR "[${MODE}] allotheque found at '${found_dir}', not under '${prefix}'")
   endif()
 endif()
 

@@ -2,6 +2,8 @@
 // the heap (so a test can check after destruction that everything came back),
 // and an optional byte limit beyond which the source refuses.
 #pragma once
+#include <allotheque/backend/record_pool.hpp>
+#include <allotheque/backend/span.hpp>
 #include <allotheque/sources/mmap_source.hpp>
 
 #include <cstddef>
@@ -11,6 +13,10 @@
 #include <stdexcept>
 
 namespace allotheque_test {
+
+// A heap's first allocation from its source is a slab of span records (the back
+// end's metadata, backend/record_pool.hpp); limits in tests leave room for it.
+inline constexpr std::size_t record_slab = allotheque::backend::record_pool<allotheque::backend::span>::slab_bytes;
 
 struct source_ledger {
     std::size_t bytes = 0, peak = 0, allocations = 0, deallocations = 0, refusals = 0;

@@ -45,29 +45,33 @@ inline std::size_t physical_memory_bytes() {
     return pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) : 0;
 }
 
-// "jemalloc", "mimalloc" or "tcmalloc" when that library is mapped into this
-// process (LD_PRELOAD), otherwise "glibc". Scans /proc/self/maps in chunks.
+// "jemalloc", "mimalloc", "tcmalloc" or "allotheque" (liballotheque_malloc*.so)
+// when that library is mapped into this process (LD_PRELOAD), otherwise
+// "glibc". Scans /proc/self/maps in chunks.
 inline const char* malloc_library() {
     const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return "unknown";
-    static constexpr const char* names[] = {"jemalloc", "mimalloc", "tcmalloc"};
+    // The file name each library's path contains, and the name reported.
+    static constexpr const char* libraries[][2] = {{"libjemalloc", "jemalloc"},
+                                                   {"libmimalloc", "mimalloc"},
+                                                   {"libtcmalloc", "tcmalloc"},
+                                                   {"liballotheque_malloc", "allotheque"}};
+    constexpr std::size_t tail = 24;   // > the longest needle
     char buf[16384];
     std::size_t keep = 0;
     const char* found = "glibc";
     for (ssize_t r; (r = ::read(fd, buf + keep, sizeof buf - 1 - keep)) > 0;) {
         const std::size_t n = keep + std::size_t(r);
         buf[n] = '\0';
-        for (const char* name : names) {
-            char lib[16] = "lib";
-            std::strcat(lib, name);
-            if (std::strstr(buf, lib)) {
-                found = name;
+        for (const auto& lib : libraries) {
+            if (std::strstr(buf, lib[0])) {
+                found = lib[1];
                 break;
             }
         }
         if (std::strcmp(found, "glibc") != 0) break;
         // Keep a tail, so a name split across two reads is still seen.
-        keep = n < 16 ? n : 16;
+        keep = n < tail ? n : tail;
         std::memmove(buf, buf + n - keep, keep);
     }
     ::close(fd);

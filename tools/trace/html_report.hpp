@@ -223,7 +223,9 @@ inline std::string report_json(const summary& s, const std::vector<symbol>& syms
                       .raw("ns", ranges(s.lifetime_ns))
                       .raw("allocs", ranges(s.lifetime_allocs))
                       .done());
-    r.raw("threads", array(s.threads, [](const thread_stats& t) {
+    std::vector<thread_stats> threads;
+    for (auto i : busiest_threads(s, opt.max_threads)) threads.push_back(s.threads[i]);
+    r.raw("threads", array(threads, [](const thread_stats& t) {
               return object()
                   .num("thread", t.thread)
                   .num("tid", t.os_tid)
@@ -233,6 +235,7 @@ inline std::string report_json(const summary& s, const std::vector<symbol>& syms
                   .num("frees", t.frees)
                   .done();
           }));
+    r.num("threads_total", s.threads.size());
     // Time series as three parallel arrays (compact).
     std::string ts = "[", tb = "[", to = "[";
     for (std::size_t i = 0; i < s.series.size(); ++i) {
@@ -681,6 +684,9 @@ function render() {
 $('filter-reset').addEventListener('click', function () {
   $('site-filter').value = ''; $('size-min').value = ''; $('size-max').value = ''; render();
 });
+if (D.threads_total > D.threads.length)
+  $('threads-note').textContent = 'The page holds the ' + fmtInt(D.threads.length) + ' of ' + fmtInt(D.threads_total) +
+    ' threads with the most events.';
 if (D.sites_total > SITES.length)
   $('sites-note').textContent = 'The page holds ' + fmtInt(SITES.length) + ' of ' + fmtInt(D.sites_total) +
     ' call sites: the most frequent and the largest by bytes.';
@@ -727,6 +733,7 @@ report-data script element (JSON).</p></noscript>
 </section>
 <section id="threads-section"><h2>Threads</h2>
 <table class="small" id="thread-table"><thead><tr><th class="num">thread</th><th class="num">os tid</th><th class="num">events</th><th class="num">allocations</th><th class="num">bytes</th><th class="num">frees</th></tr></thead><tbody></tbody></table>
+<p class="note" id="threads-note"></p>
 </section>
 <section id="sites-section"><h2>Call sites</h2>
 <div class="controls">

@@ -1,4 +1,5 @@
-// allotheque-trace replay [--allocators A,B,...] [--repeat N] [--json FILE] [--allow-truncated] TRACE
+// allotheque-trace replay [--allocators A,B,...] [--repeat N] [--json FILE] [--allow-truncated]
+//                         [--keep-plan FILE] [--touch-limit BYTES|all] TRACE
 //
 // Replays a trace against every allocator and recommends one (docs/trace.md,
 // "Replay"). The trace is parsed and planned once (replay_plan.hpp: sequence,
@@ -7,9 +8,11 @@
 // a fresh process (LD_PRELOAD for jemalloc/mimalloc/tcmalloc), the allocators
 // interleaved within each repetition. Medians over the repetitions.
 //
-// Ranking: score = time_ratio × memory_ratio, both relative to glibc (lower is
-// better): an allocator 10 % faster at 10 % more memory scores like glibc.
-// Recommended: the fastest, the leanest, and the best balanced (lowest score).
+// Ranking (replay_rank.hpp): score = time_ratio × memory_ratio, both relative
+// to glibc (lower is better): an allocator 10 % faster at 10 % more memory
+// scores like glibc. Named: the fastest, the leanest, and the best balanced
+// (lowest score) — or "no clear winner" where the runs' spread says the
+// leaders are within the noise.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
@@ -33,6 +36,7 @@
 #include "commands.hpp"
 #include "process_memory.hpp"
 #include "replay_plan.hpp"
+#include "replay_rank.hpp"
 #include "spawn.hpp"
 
 extern char** environ;
@@ -159,24 +163,7 @@ std::string error_text(const std::string& out) {
 
 // --- results ------------------------------------------------------------------
 
-struct row {
-    std::string name;
-    std::string status = "ok";  // ok | failed | skipped
-    std::string note;
-    std::vector<double> seconds;
-    std::vector<double> peak;   // bytes
-    double peak_requested = 0;
-    double time_s = 0, peak_os = 0, frag = 0;
-    double time_ratio = 0, memory_ratio = 0, score = 0;
-    bool has_frag = false;
-};
-
-double median(std::vector<double> v) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using rp::row;
 
 std::string json_escape(const std::string& s) {
     std::string o;
@@ -191,11 +178,7 @@ std::string json_escape(const std::string& s) {
     return o;
 }
 
-std::string fmt(const char* f, double v) {
-    char b[64];
-    std::snprintf(b, sizeof b, f, v);
-    return b;
-}
+std::string fmt(const char* f, double v) { return rp::format_number(f, v); }
 
 // Removes the plan file however the command ends.
 struct temp_file {
@@ -207,7 +190,8 @@ struct temp_file {
 
 int usage(std::FILE* out) {
     std::fputs(
-        "usage: allotheque-trace replay [--allocators A,B,...] [--repeat N] [--json FILE] [--allow-truncated] TRACE\n"
+        "usage: allotheque-trace replay [--allocators A,B,...] [--repeat N] [--json FILE] [--allow-truncated]\n"
+        "                               [--keep-plan FILE] [--touch-limit BYTES|all] TRACE\n"
         "  Replays TRACE (same sequence, sizes, alignments; hints = the replay address of the object the\n"
         "  traced program had next to each new one) on every allocator, each run in its own process,\n"
         "  and prints time, peak OS memory and fragmentation per allocator with a recommendation.\n"
@@ -217,7 +201,10 @@ int usage(std::FILE* out) {
         "  --json FILE    also write the results as JSON\n"
         "  --allow-truncated  replay what a trace without an END record holds\n"
         "  --keep-plan FILE   keep the replay plan in FILE (to run allotheque-replay-worker by hand)\n"
-        "  Score = (time / glibc's time) x (peak memory / glibc's peak); lower is better.\n",
+        "  --touch-limit BYTES|all  pages written per object: one byte per page of its first BYTES\n"
+        "                 (K, M, G suffixes; default 1M), besides its first and last 64 bytes\n"
+        "  Score = (time / glibc's time) x (peak memory / glibc's peak); lower is better. A title goes to\n"
+        "  an allocator only when its runs all beat the others' (else: no clear winner).\n",
         out);
     return out == stdout ? 0 : 2;
 }
@@ -227,7 +214,8 @@ int usage(std::FILE* out) {
 int cmd_replay(int argc, char** argv) {
     std::vector<std::string> allocators(std::begin(all_allocators), std::end(all_allocators));
     int repeat = 3;
-    std::string json_path, trace_path, keep_plan;
+    std::string json_path, trace_path, keep_plan, touch_arg = "1M";
+    std::uint64_t touch_limit = rp::default_touch_limit;
     bool allow_truncated = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -273,6 +261,13 @@ int cmd_replay(int argc, char** argv) {
             const auto v = value();
             if (!v || v->empty()) return usage(stderr);
             keep_plan = *v;
+        } else if (key == "--touch-limit") {
+            const auto v = value();
+            if (!v || !rp::parse_touch_limit(*v, touch_limit)) {
+                std::fprintf(stderr, "%s: --touch-limit takes a byte count (K, M, G suffixes) or 'all'\n", me);
+                return 2;
+            }
+            touch_arg = *v;
         } else if (a == "--allow-truncated") {
             allow_truncated = true;
         } else if (a.size() > 1 && a[0] == '-') {
@@ -294,7 +289,7 @@ int cmd_replay(int argc, char** argv) {
         ro.allow_truncated = allow_truncated;
         const auto t = allotheque::trace::read_trace(trace_path, ro);
         truncation = t.truncation;
-        plan = rp::make_plan(t);
+        plan = rp::make_plan(t, touch_limit);
     } catch (const allotheque::trace::trace_error& e) {
         // "at byte 0" says nothing for a file that cannot be opened or is not a trace.
         std::fprintf(stderr, "%s: %s\n", me, e.offset() ? e.what() : e.message().c_str());
@@ -315,10 +310,17 @@ int cmd_replay(int argc, char** argv) {
         return 1;
     }
     const auto& st = plan.stats;
-    std::printf("trace %s: %llu events, %llu objects (%llu allocations, %llu reallocs, %llu frees), peak live %.2f MB\n",
+    std::printf("trace %s: %llu events, %llu objects (%llu allocations, %llu reallocs, %llu frees), peak live %.2f MB"
+                " (%.2f MB written by the replay)\n",
                 trace_path.c_str(), (unsigned long long)st.events, (unsigned long long)plan.objects,
                 (unsigned long long)st.allocs, (unsigned long long)st.reallocs, (unsigned long long)st.frees,
-                double(plan.peak_requested_bytes) / 1e6);
+                double(plan.peak_requested_bytes) / 1e6, double(plan.peak_touched_bytes) / 1e6);
+    if (touch_limit == rp::touch_all)
+        std::printf("  touched: every page of every object\n");
+    else
+        std::printf("  touched: the first and last 64 B of every object and one byte per page of its first %s"
+                    " (--touch-limit)\n",
+                    touch_arg.c_str());
     std::printf("  hints: %llu of %llu allocations have a live neighbour in the traced address space\n",
                 (unsigned long long)st.hinted, (unsigned long long)st.allocs);
     if (st.unknown_frees || st.null_frees || st.failed || st.lost_frees || st.never_freed)
@@ -410,7 +412,7 @@ int cmd_replay(int argc, char** argv) {
             }
             r.seconds.push_back(*secs);
             r.peak.push_back(*peak);
-            r.peak_requested = json_number(line, "peak_requested_bytes").value_or(0);
+            r.peak_touched = json_number(line, "peak_touched_bytes").value_or(0);
             if (const auto c = json_number(line, "alignment_capped"); c && *c > 0 && r.note.empty())
                 r.note = fmt("%.0f alignments above 4096 replayed as 4096", *c);
         }
@@ -418,80 +420,38 @@ int cmd_replay(int argc, char** argv) {
     if (tty) std::fprintf(stderr, "\r%40s\r", "");
 
     // --- rank ----------------------------------------------------------------------
-    const double page = 4096;
-    const row* base = nullptr;
-    for (auto& r : rows) {
-        if (r.status != "ok") continue;
-        r.time_s = median(r.seconds);
-        r.peak_os = median(r.peak);
-        r.has_frag = r.peak_requested > 0;
-        if (r.has_frag) r.frag = (r.peak_os - r.peak_requested) / r.peak_requested;
-        if (!base || (r.name == "glibc")) base = &r;
-    }
-    if (!base) {
+    const rp::ranking ranked = rp::rank(rows);
+    if (!ranked.base) {
         std::fprintf(stderr, "%s: no allocator could replay the trace\n", me);
         for (const auto& r : rows) std::fprintf(stderr, "  %s: %s\n", r.name.c_str(), r.note.c_str());
         return 1;
     }
-    // A peak below one page counts as one page (a tiny trace may not grow the
-    // resident set at all); a time below a microsecond as a microsecond.
-    const double base_t = std::max(base->time_s, 1e-6), base_m = std::max(base->peak_os, page);
-    std::vector<row*> order;
-    for (auto& r : rows) {
-        if (r.status == "ok") {
-            r.time_ratio = std::max(r.time_s, 1e-6) / base_t;
-            r.memory_ratio = std::max(r.peak_os, page) / base_m;
-            r.score = r.time_ratio * r.memory_ratio;
-        }
-        order.push_back(&r);
-    }
-    std::stable_sort(order.begin(), order.end(), [](const row* a, const row* b) {
-        if ((a->status == "ok") != (b->status == "ok")) return a->status == "ok";
-        return a->status == "ok" && a->score < b->score;
-    });
-    const row *fastest = nullptr, *leanest = nullptr, *balanced = nullptr;
-    for (const row* r : order) {
-        if (r->status != "ok") continue;
-        if (!fastest || r->time_s < fastest->time_s) fastest = r;
-        if (!leanest || r->peak_os < leanest->peak_os || (r->peak_os == leanest->peak_os && r->time_s < leanest->time_s))
-            leanest = r;
-        if (!balanced || r->score < balanced->score) balanced = r;
-    }
+    const row* base = ranked.base;
 
     // --- table -----------------------------------------------------------------------
     std::printf("\nreplay on %zu allocators, %d run%s each (median), relative to %s; score = time x memory ratio\n\n",
                 rows.size(), repeat, repeat == 1 ? "" : "s", base->name.c_str());
     const std::string vs = "vs " + base->name;
-    std::printf("| %-4s | %-19s | %10s | %9s | %9s | %9s | %13s | %6s |\n", "rank", "allocator", "time ms",
-                vs.c_str(), "peak MB", vs.c_str(), "fragmentation", "score");
-    std::printf("|------|---------------------|------------|-----------|-----------|-----------|---------------|--------|\n");
+    std::printf("| %-4s | %-19s | %10s | %9s | %9s | %9s | %13s | %6s | %-13s |\n", "rank", "allocator", "time ms",
+                vs.c_str(), "peak MB", vs.c_str(), "fragmentation", "score", "score of runs");
+    std::printf("|------|---------------------|------------|-----------|-----------|-----------|---------------|--------|"
+                "---------------|\n");
     int rank = 0;
-    for (const row* r : order) {
+    for (const row* r : ranked.order) {
         if (r->status != "ok") {
-            std::printf("| %-4s | %-19s | %10s | %9s | %9s | %9s | %13s | %6s |  %s: %s\n", "-", r->name.c_str(), "-", "-",
-                        "-", "-", "-", "-", r->status.c_str(), r->note.c_str());
+            std::printf("| %-4s | %-19s | %10s | %9s | %9s | %9s | %13s | %6s | %-13s |  %s: %s\n", "-", r->name.c_str(),
+                        "-", "-", "-", "-", "-", "-", "-", r->status.c_str(), r->note.c_str());
             continue;
         }
-        std::printf("| %-4d | %-19s | %10.3f | %9.2f | %9.2f | %9.2f | %13s | %6.2f |%s%s\n", ++rank, r->name.c_str(),
-                    r->time_s * 1e3, r->time_ratio, r->peak_os / 1e6, r->memory_ratio,
-                    r->has_frag ? fmt("%.1f %%", r->frag * 100).c_str() : "-", r->score, r->note.empty() ? "" : "  ",
+        std::printf("| %-4d | %-19s | %10.3f | %9.2f | %9.2f | %9.2f | %13s | %6.2f | %-13s |%s%s\n", ++rank,
+                    r->name.c_str(), r->time_s * 1e3, r->time_ratio, r->peak_os / 1e6, r->memory_ratio,
+                    r->has_frag ? fmt("%.1f %%", r->frag * 100).c_str() : "-", r->score,
+                    (fmt("%.2f", r->score_lo) + "-" + fmt("%.2f", r->score_hi)).c_str(), r->note.empty() ? "" : "  ",
                     r->note.c_str());
     }
-    std::printf("\n");
-    std::printf("fastest:  %s (%.3f ms, %.2fx %s)\n", fastest->name.c_str(), fastest->time_s * 1e3, fastest->time_ratio,
-                base->name.c_str());
-    std::printf("leanest:  %s (%.2f MB peak, %.2fx %s)\n", leanest->name.c_str(), leanest->peak_os / 1e6,
-                leanest->memory_ratio, base->name.c_str());
-    std::string reason = fmt("%.2f", balanced->time_ratio) + "x " + base->name + "'s time and " +
-                         fmt("%.2f", balanced->memory_ratio) + "x its peak memory: the lowest time x memory score (" +
-                         fmt("%.2f", balanced->score) + ")";
-    if (balanced == fastest && balanced == leanest) reason += ", and both the fastest and the leanest";
-    else if (balanced == fastest) reason += ", and the fastest";
-    else if (balanced == leanest) reason += ", and the leanest";
-    std::printf("recommended: %s -- %s\n", balanced->name.c_str(), reason.c_str());
-    if (base->time_s < 0.01)
-        std::printf("note: the replay takes %.3f ms: timings this short are noisy; a longer trace or --repeat helps\n",
-                    base->time_s * 1e3);
+    std::printf("\n%s", rp::format_verdicts(ranked).c_str());
+    const rp::verdict& pick = ranked.recommended;
+    const std::string reason = rp::recommendation(ranked);
 
     // --- JSON --------------------------------------------------------------------------
     if (!json_path.empty()) {
@@ -501,18 +461,21 @@ int cmd_replay(int argc, char** argv) {
                       "  \"events\": %llu, \"objects\": %llu, \"allocs\": %llu, \"reallocs\": %llu, \"frees\": %llu,"
                       " \"hinted\": %llu, \"unknown_frees\": %llu, \"failed\": %llu, \"lost_frees\": %llu,"
                       " \"never_freed\": %llu, \"threads\": %llu,\n"
-                      "  \"peak_requested_bytes\": %llu, \"repeat\": %d, \"baseline\": \"%s\",\n"
-                      "  \"score\": \"time_ratio * memory_ratio\",\n",
+                      "  \"peak_requested_bytes\": %llu, \"peak_touched_bytes\": %llu, \"repeat\": %d,"
+                      " \"baseline\": \"%s\",\n"
+                      "  \"score\": \"time_ratio * memory_ratio\", \"touch_limit\": %s,\n",
                       (unsigned long long)st.events, (unsigned long long)plan.objects, (unsigned long long)st.allocs,
                       (unsigned long long)st.reallocs, (unsigned long long)st.frees, (unsigned long long)st.hinted,
                       (unsigned long long)st.unknown_frees, (unsigned long long)st.failed,
                       (unsigned long long)st.lost_frees, (unsigned long long)st.never_freed,
-                      (unsigned long long)st.threads, (unsigned long long)plan.peak_requested_bytes, repeat,
-                      base->name.c_str());
+                      (unsigned long long)st.threads, (unsigned long long)plan.peak_requested_bytes,
+                      (unsigned long long)plan.peak_touched_bytes, repeat,
+                      base->name.c_str(),
+                      touch_limit == rp::touch_all ? "\"all\"" : std::to_string(touch_limit).c_str());
         j += b;
         j += "  \"results\": [\n";
-        for (std::size_t i = 0; i < order.size(); ++i) {
-            const row& r = *order[i];
+        for (std::size_t i = 0; i < ranked.order.size(); ++i) {
+            const row& r = *ranked.order[i];
             j += "    {\"allocator\": \"" + r.name + "\", \"status\": \"" + r.status + "\"";
             if (!r.note.empty()) j += ", \"note\": \"" + json_escape(r.note) + "\"";
             if (r.status == "ok") {
@@ -523,16 +486,27 @@ int cmd_replay(int argc, char** argv) {
                 }
                 std::snprintf(b, sizeof b,
                               ", \"seconds\": %.6f, \"seconds_all\": %s], \"peak_os_bytes\": %.0f,"
-                              " \"peak_rss_delta_bytes_all\": %s], \"peak_requested_bytes\": %.0f,"
-                              " \"fragmentation\": %s, \"time_ratio\": %.4f, \"memory_ratio\": %.4f, \"score\": %.4f",
-                              r.time_s, secs.c_str(), r.peak_os, peaks.c_str(), r.peak_requested,
-                              r.has_frag ? fmt("%.4f", r.frag).c_str() : "null", r.time_ratio, r.memory_ratio, r.score);
+                              " \"peak_rss_delta_bytes_all\": %s], \"peak_touched_bytes\": %.0f,"
+                              " \"fragmentation\": %s, \"time_ratio\": %.4f, \"memory_ratio\": %.4f, \"score\": %.4f,"
+                              " \"score_runs\": [%.4f, %.4f]",
+                              r.time_s, secs.c_str(), r.peak_os, peaks.c_str(), r.peak_touched,
+                              r.has_frag ? fmt("%.4f", r.frag).c_str() : "null", r.time_ratio, r.memory_ratio, r.score,
+                              r.score_lo, r.score_hi);
                 j += b;
             }
-            j += i + 1 < order.size() ? "},\n" : "}\n";
+            j += i + 1 < ranked.order.size() ? "},\n" : "}\n";
         }
-        j += "  ],\n  \"recommendation\": {\"fastest\": \"" + fastest->name + "\", \"leanest\": \"" + leanest->name +
-             "\", \"balanced\": \"" + balanced->name + "\", \"reason\": \"" + json_escape(reason) + "\"}\n}\n";
+        auto names = [](const rp::verdict& v) {
+            std::string a = "[\"" + v.best->name + "\"";
+            for (const row* r : v.tied) a += ", \"" + r->name + "\"";
+            return a + "]";
+        };
+        j += "  ],\n  \"recommendation\": {\"fastest\": \"" + ranked.fastest.best->name + "\", \"leanest\": \"" +
+             ranked.leanest.best->name + "\", \"balanced\": \"" + pick.best->name + "\", \"clear\": {\"fastest\": " +
+             (ranked.fastest.clear() ? "true" : "false") + ", \"leanest\": " + (ranked.leanest.clear() ? "true" : "false") +
+             ", \"balanced\": " + (pick.clear() ? "true" : "false") + "}, \"within_noise\": {\"fastest\": " +
+             names(ranked.fastest) + ", \"leanest\": " + names(ranked.leanest) + ", \"balanced\": " + names(pick) +
+             "}, \"reason\": \"" + json_escape(reason) + "\"}\n}\n";
         std::FILE* f = std::fopen(json_path.c_str(), "w");
         const bool ok = f && std::fputs(j.c_str(), f) >= 0;
         if (!f || std::fclose(f) != 0 || !ok) {

@@ -47,6 +47,48 @@ inline constexpr std::uint32_t no_object = allotheque::trace::no_object;
 // alignment in one word); no allocator could serve them anyway.
 inline constexpr std::uint64_t max_replay_size = (std::uint64_t(1) << 56) - 1;
 
+// How much of each object the replay writes, so that the resident set grows
+// as the program's did (the trace does not say which bytes a program used):
+// its first and last cache lines, and one byte per page of its first
+// `touch_limit` bytes. Beyond that an object is taken to be untouched — a
+// buffer reserved large and barely used costs a real program nothing there
+// either, under any allocator. touch_all: every page.
+inline constexpr std::uint64_t default_touch_limit = std::uint64_t(1) << 20;
+inline constexpr std::uint64_t touch_all = std::numeric_limits<std::uint64_t>::max();
+
+// The bytes of an n-byte object that the replay writes (or reads): all of a
+// small one; of a big one, its first `limit` bytes and its last cache line.
+constexpr std::uint64_t touched_bytes(std::uint64_t n, std::uint64_t limit) noexcept {
+    return n <= limit ? n : limit + (n - limit < 64 ? n - limit : 64);
+}
+
+// "all", or a byte count with an optional K, M or G (binary) suffix; false if
+// malformed.
+inline bool parse_touch_limit(const std::string& s, std::uint64_t& out) {
+    if (s == "all") {
+        out = touch_all;
+        return true;
+    }
+    std::uint64_t v = 0;
+    std::size_t i = 0;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+        if (v > (touch_all - 9) / 10) return false;
+        v = v * 10 + std::uint64_t(s[i] - '0');
+    }
+    if (i == 0) return false;
+    unsigned shift = 0;
+    if (i + 1 == s.size()) {
+        const char u = s[i];
+        shift = u == 'K' || u == 'k' ? 10 : u == 'M' || u == 'm' ? 20 : u == 'G' || u == 'g' ? 30 : 99;
+        if (shift == 99) return false;
+    } else if (i != s.size()) {
+        return false;
+    }
+    if (shift && v > (touch_all >> shift)) return false;
+    out = v << shift;
+    return true;
+}
+
 enum class op_kind : std::uint8_t { alloc = 1, free = 2, realloc = 3 };
 
 // One step of the replay: 24 bytes, the same in memory and in the plan file.
@@ -80,6 +122,8 @@ struct plan {
     std::uint32_t objects = 0;          // objects created
     std::uint32_t slots = 0;            // peak live objects = pointer table size
     std::uint64_t peak_requested_bytes = 0;  // peak of live requested bytes over the replay
+    std::uint64_t peak_touched_bytes = 0;    // peak of the live bytes the replay writes (touched_bytes)
+    std::uint64_t touch_limit = default_touch_limit;  // how much of each object the worker writes
     plan_stats stats;
 };
 
@@ -88,10 +132,13 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-// Builds the plan of a parsed trace (`tl` = resolve(t)).
-inline plan make_plan(const allotheque::trace::trace& t, const allotheque::trace::timeline& tl) {
+// Builds the plan of a parsed trace (`tl` = resolve(t)); `touch_limit` is
+// the worker's, for peak_touched_bytes.
+inline plan make_plan(const allotheque::trace::trace& t, const allotheque::trace::timeline& tl,
+                      std::uint64_t touch_limit = default_touch_limit) {
     namespace tr = allotheque::trace;
     plan p;
+    p.touch_limit = touch_limit;
     p.stats.events = t.events.size();
     p.stats.unknown_frees = tl.unknown_frees;
     p.stats.null_frees = tl.null_frees;
@@ -105,7 +152,7 @@ inline plan make_plan(const allotheque::trace::trace& t, const allotheque::trace
     std::map<std::uint64_t, std::uint32_t> live;  // original address -> object
     std::vector<std::uint32_t> slot_of(tl.objects.size(), no_slot);
     std::vector<std::uint32_t> free_slots;          // LIFO: deterministic, reuses hot slots
-    std::uint64_t live_bytes = 0;
+    std::uint64_t live_bytes = 0, live_touched = 0;
 
     auto take_slot = [&]() -> std::uint32_t {
         if (!free_slots.empty()) {
@@ -124,6 +171,7 @@ inline plan make_plan(const allotheque::trace::trace& t, const allotheque::trace
             throw plan_error("inconsistent timeline: object " + std::to_string(id) + " ended but not live");
         live.erase(it);
         live_bytes -= o.size;
+        live_touched -= touched_bytes(o.size, touch_limit);
         const auto s = slot_of[id];
         slot_of[id] = no_slot;
         return s;
@@ -173,6 +221,7 @@ inline plan make_plan(const allotheque::trace::trace& t, const allotheque::trace
             slot_of[born] = new_slot;
             live.emplace(o.address, born);
             live_bytes += o.size;
+            live_touched += touched_bytes(o.size, touch_limit);
             p.ops.push_back(plan_op{op_kind::realloc, o.align_log2, 0, old_slot, new_slot, born, o.size});
             p.aux.push_back(ended);
             ++p.stats.reallocs;
@@ -182,6 +231,7 @@ inline plan make_plan(const allotheque::trace::trace& t, const allotheque::trace
             slot_of[born] = s;
             live.emplace(o.address, born);
             live_bytes += o.size;
+            live_touched += touched_bytes(o.size, touch_limit);
             p.ops.push_back(plan_op{op_kind::alloc, o.align_log2, 0, s, h == no_object ? no_slot : slot_of[h], born, o.size});
             p.aux.push_back(h);
             ++p.stats.allocs;
@@ -189,12 +239,15 @@ inline plan make_plan(const allotheque::trace::trace& t, const allotheque::trace
             if (o.align_log2) ++p.stats.aligned;
         }
         p.peak_requested_bytes = std::max(p.peak_requested_bytes, live_bytes);
+        p.peak_touched_bytes = std::max(p.peak_touched_bytes, live_touched);
     }
     p.stats.never_freed = live.size();
     return p;
 }
 
-inline plan make_plan(const allotheque::trace::trace& t) { return make_plan(t, allotheque::trace::resolve(t)); }
+inline plan make_plan(const allotheque::trace::trace& t, std::uint64_t touch_limit = default_touch_limit) {
+    return make_plan(t, allotheque::trace::resolve(t), touch_limit);
+}
 
 // --- The plan file ---------------------------------------------------------
 // 64-byte header, then `ops` plan_op records (native byte order: a plan is a
@@ -203,13 +256,14 @@ inline constexpr char plan_magic[8] = {'A', 'T', 'Q', 'P', 'L', 'A', 'N', '1'};
 
 struct plan_header {
     char magic[8] = {};
-    std::uint32_t version = 1;
+    std::uint32_t version = 2;  // 2: touch limit and touched peak
     std::uint32_t op_bytes = sizeof(plan_op);
     std::uint64_t ops = 0;
     std::uint64_t slots = 0;
     std::uint64_t objects = 0;
     std::uint64_t peak_requested_bytes = 0;
-    std::uint64_t reserved[2] = {};
+    std::uint64_t peak_touched_bytes = 0;
+    std::uint64_t touch_limit = 0;
 };
 static_assert(sizeof(plan_header) == 64);
 
@@ -220,6 +274,8 @@ inline plan_header header_of(const plan& p) {
     h.slots = p.slots;
     h.objects = p.objects;
     h.peak_requested_bytes = p.peak_requested_bytes;
+    h.peak_touched_bytes = p.peak_touched_bytes;
+    h.touch_limit = p.touch_limit;
     return h;
 }
 
@@ -227,7 +283,7 @@ inline plan_header header_of(const plan& p) {
 inline std::string check_header(const plan_header& h, std::uint64_t file_bytes) {
     if (file_bytes < sizeof(plan_header)) return "not a replay plan (file shorter than its header)";
     if (std::memcmp(h.magic, plan_magic, sizeof plan_magic) != 0) return "not a replay plan (bad magic number)";
-    if (h.version != 1) return "replay plan version " + std::to_string(h.version) + " is not supported";
+    if (h.version != 2) return "replay plan version " + std::to_string(h.version) + " is not supported";
     if (h.op_bytes != sizeof(plan_op)) return "replay plan has " + std::to_string(h.op_bytes) + "-byte ops";
     if (h.slots >= no_slot) return "replay plan has too many slots";
     if (h.ops > (file_bytes - sizeof(plan_header)) / sizeof(plan_op) ||

@@ -16,10 +16,12 @@
 // Everything the worker needs besides the allocator under test — the plan (a
 // read-only mapping of the plan file) and the slot table (anonymous memory) —
 // is mapped and populated BEFORE the peak is reset, outside every allocator, so
-// it is identical for every allocator and not part of the measured growth. Each new object is touched (its first 64
-// bytes and one byte per page) so that the resident set reflects it; each
-// allocation reads one byte of its hint object, as a program linking a new node
-// to a neighbour does.
+// it is identical for every allocator and not part of the measured growth.
+// Each new object is touched — its first and last 64 bytes, and one byte per
+// page of its first touch_limit bytes (from the plan: replay --touch-limit,
+// default 1 MiB; replay_plan.hpp) — so
+// that the resident set reflects it; each allocation reads one byte of its
+// hint object, as a program linking a new node to a neighbour does.
 //
 // Exit status: 0 success; 1 allocation failure, bad plan, wrong malloc
 // library (message on stderr); 2 bad usage.
@@ -204,14 +206,20 @@ struct heap_backend {
 // ---------------------------------------------------------------------------
 
 std::size_t page_bytes = 4096;
+std::uint64_t touch_limit = rp::default_touch_limit;  // the plan's
 
-// What a program does with a new object: writes its header, and (for a big
-// one) something on every page. The compiler must not drop the stores.
+// What a program does with a new object: writes its header and its end, and
+// something on every page of its first touch_limit bytes (replay_plan.hpp:
+// the rest of a huge buffer is taken to be unused, as it costs nothing until
+// written). The compiler must not drop the stores.
 inline void touch(void* p, std::uint64_t n, std::uint32_t tag) noexcept {
     if (n == 0) return;
     auto* b = static_cast<unsigned char*>(p);
-    std::memset(b, int(tag & 0xff), std::size_t(std::min<std::uint64_t>(n, 64)));
-    for (std::uint64_t off = page_bytes; off < n; off += page_bytes) b[off] = static_cast<unsigned char>(tag);
+    const std::size_t line = std::size_t(std::min<std::uint64_t>(n, 64));
+    std::memset(b, int(tag & 0xff), line);
+    std::memset(b + (n - line), int(tag & 0xff), line);
+    const std::uint64_t end = std::min(n, touch_limit);
+    for (std::uint64_t off = page_bytes; off < end; off += page_bytes) b[off] = static_cast<unsigned char>(tag);
     __asm__ __volatile__("" : : "r"(b) : "memory");
 }
 
@@ -287,19 +295,24 @@ result replay(B& b, const loaded_plan& plan, slot_entry* slots, const char* name
 
 void print(const result& r, const loaded_plan& plan, const std::string& name, const std::string& library) {
     const std::uint64_t req = plan.header.peak_requested_bytes;
+    // Fragmentation is measured against what the replay writes: an object's
+    // untouched tail is not resident under any allocator.
+    const std::uint64_t data = plan.header.peak_touched_bytes;
     const std::uint64_t delta = r.hwm_after > r.rss_before ? r.hwm_after - r.rss_before : 0;
     std::string line = "{\"allocator\": \"" + name + "\"";
     char buf[512];
     if (!library.empty()) line += ", \"malloc_library\": \"" + library + "\"";
     std::snprintf(buf, sizeof buf,
                   ", \"ops\": %llu, \"objects\": %llu, \"slots\": %llu, \"seconds\": %.6f"
-                  ", \"peak_requested_bytes\": %llu, \"rss_before_bytes\": %llu, \"peak_rss_delta_bytes\": %llu",
+                  ", \"peak_requested_bytes\": %llu, \"rss_before_bytes\": %llu, \"peak_rss_delta_bytes\": %llu"
+                  ", \"peak_touched_bytes\": %llu, \"touch_limit\": %.0f",
                   (unsigned long long)plan.header.ops, (unsigned long long)plan.header.objects,
                   (unsigned long long)plan.header.slots, r.seconds, (unsigned long long)req,
-                  (unsigned long long)r.rss_before, (unsigned long long)delta);
+                  (unsigned long long)r.rss_before, (unsigned long long)delta, (unsigned long long)data,
+                  touch_limit == rp::touch_all ? -1.0 : double(touch_limit));
     line += buf;
-    if (req) {
-        std::snprintf(buf, sizeof buf, ", \"fragmentation\": %.6f", (double(delta) - double(req)) / double(req));
+    if (data) {
+        std::snprintf(buf, sizeof buf, ", \"fragmentation\": %.6f", (double(delta) - double(data)) / double(data));
         line += buf;
     } else {
         line += ", \"fragmentation\": null";
@@ -333,7 +346,8 @@ int usage() {
     std::fputs("usage: allotheque-replay-worker --allocator NAME PLAN\n"
                "  NAME: glibc jemalloc mimalloc tcmalloc pmr kingsley quickfit velox medius defero lea\n"
                "        lea_deferred kingsley_coalescing\n"
-               "  PLAN: a replay plan written by `allotheque-trace replay` (not a trace)\n",
+               "  PLAN: a replay plan written by `allotheque-trace replay` (not a trace); it says how\n"
+               "        much of each object to write (replay --touch-limit)\n",
                stderr);
     return 2;
 }
@@ -371,6 +385,7 @@ int main(int argc, char** argv) {
     if (const long ps = ::sysconf(_SC_PAGESIZE); ps > 0) page_bytes = std::size_t(ps);
 
     const loaded_plan plan = load_plan(path.c_str());
+    touch_limit = plan.header.touch_limit;
     // The replay writes every page it gets: a trace whose live bytes exceed
     // this machine's memory would only summon the OOM killer (some mallocs
     // hand out address space they cannot back).

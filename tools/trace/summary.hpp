@@ -20,6 +20,7 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -160,323 +161,340 @@ inline bool mismatched(trace::op alloc, trace::op release) {
     }
 }
 
-inline std::uint64_t median_of(std::vector<std::uint64_t>::iterator b, std::vector<std::uint64_t>::iterator e) {
-    if (b == e) return 0;
-    auto mid = b + (e - b) / 2;
-    std::nth_element(b, mid, e);
-    return *mid;
-}
-
 } // namespace detail
 
-inline summary summarise(const trace::trace& t, const trace::timeline& tl, const summary_options& opt = {}) {
-    using trace::no_object;
-    summary s;
-    s.exe = t.process.exe;
-    s.args = t.process.args;
-    s.pid = t.process.pid;
-    s.duration_ns = t.duration_ns;
-    s.events = t.events.size();
-    s.complete = t.complete;
-    s.truncation = t.truncation;
-    s.dropped = t.end.dropped;
-    s.unknown_frees = tl.unknown_frees;
-    s.null_frees = tl.null_frees;
-    s.failed = tl.failed;
-    s.reused_live = tl.reused_live;
-    s.short_lived_ns = opt.short_lived_ns;
-    s.short_lived_allocs = opt.short_lived_allocs;
-
-    // Sites, in order of first appearance for now.
-    std::unordered_map<std::uint64_t, std::uint32_t> site_index;
-    auto site_of = [&](std::uint64_t site) {
-        auto [it, fresh] = site_index.try_emplace(site, static_cast<std::uint32_t>(s.sites.size()));
-        if (fresh) {
-            s.sites.emplace_back();
-            s.sites.back().site = site;
-        }
-        return it->second;
-    };
-
-    // Threads.
-    auto thread_of = [&](std::uint32_t thread) -> thread_stats& {
-        for (auto& x : s.threads)
-            if (x.thread == thread) return x;
-        s.threads.push_back(thread_stats{thread, 0, 0, 0, 0, 0});
-        return s.threads.back();
-    };
-    for (const auto& ti : t.threads) {
-        auto& x = thread_of(ti.thread);
-        x.os_tid = ti.os_tid;
+// Builds a summary from a trace's events, fed one at a time in time order.
+// It keeps the live objects (40 bytes each), the sites and threads, and 16
+// bytes per freed object (for exact median lifetimes) — never the events, so
+// `summary` streams a trace (trace_reader) in memory close to the file's size.
+class summariser {
+public:
+    // `info`: the trace's process, threads and END record (its events are not
+    // read); `events`: how many will be fed.
+    summariser(const trace::trace& info, std::uint64_t events, const summary_options& opt = {}) : opt_(opt) {
+        s_.exe = info.process.exe;
+        s_.args = info.process.args;
+        s_.pid = info.process.pid;
+        s_.duration_ns = info.duration_ns;
+        s_.events = events;
+        s_.complete = info.complete;
+        s_.truncation = info.truncation;
+        s_.dropped = info.end.dropped;
+        s_.short_lived_ns = opt.short_lived_ns;
+        s_.short_lived_allocs = opt.short_lived_allocs;
+        for (const auto& ti : info.threads) thread_of(ti.thread).os_tid = ti.os_tid;
+        buckets_.resize(66);
+        // Lifetime buckets: decades of ns up to >= 10 s; powers of two of
+        // allocations up to >= 2^20.
+        for (std::uint64_t lo = 0, hi = 100; lo <= 10'000'000'000ull; lo = hi, hi *= 10)
+            s_.lifetime_ns.push_back({lo, lo == 10'000'000'000ull ? UINT64_MAX : hi, 0});
+        s_.lifetime_allocs.push_back({0, 1, 0});
+        for (std::uint64_t lo = 1; lo <= (1u << 20); lo *= 2)
+            s_.lifetime_allocs.push_back({lo, lo == (1u << 20) ? UINT64_MAX : lo * 2, 0});
+        // Downsampling: with more events than points, time is cut into
+        // max_points/2 buckets and each bucket keeps its maximum and its last
+        // value, so peaks survive and drops show.
+        const std::size_t max_points = std::max<std::size_t>(opt.max_points, 4);
+        downsample_ = events + 1 > max_points;
+        nb_ = max_points / 2;
+        if (downsample_) aggs_.resize(nb_);
+        s_.series.push_back({0, 0, 0});
     }
 
-    // Per-event pass: totals, failures, realloc kinds, mismatches, threads.
-    for (std::size_t i = 0; i < t.events.size(); ++i) {
-        const auto& e = t.events[i];
-        ++s.by_op[std::uint8_t(e.kind) & 31];
-        auto& th = thread_of(e.thread);
-        ++th.events;
-        if (trace::is_free(e.kind)) {
-            if (e.address != 0) {
-                ++s.frees;
+    void add(const trace::event& e) {
+        const std::uint64_t i = index_++;
+        ++s_.by_op[std::uint8_t(e.kind) & 31];
+        {
+            auto& th = thread_of(e.thread);
+            ++th.events;
+            if (trace::is_free(e.kind) && e.address != 0) {
+                ++s_.frees;
                 ++th.frees;
             }
-            if (tl.ended[i] != no_object) {
-                const auto& o = tl.objects[tl.ended[i]];
-                if (detail::mismatched(t.events[o.born_event].kind, e.kind)) ++s.mismatched_frees;
-            }
-            continue;
         }
         if (e.kind == trace::op::realloc_) {
-            ++s.reallocs;
+            ++s_.reallocs;
             if (!e.failed) {
-                if (e.old_address == 0) ++s.realloc_from_null;
-                else if (e.address == 0) ++s.realloc_to_zero;
-                else if (e.address == e.old_address) ++s.realloc_in_place;
-                else ++s.realloc_moved;
-            }
-            if (tl.ended[i] != no_object) {
-                const auto& o = tl.objects[tl.ended[i]];
-                if (detail::mismatched(t.events[o.born_event].kind, trace::op::free_)) ++s.mismatched_frees;
+                if (e.old_address == 0) ++s_.realloc_from_null;
+                else if (e.address == 0) ++s_.realloc_to_zero;
+                else if (e.address == e.old_address) ++s_.realloc_in_place;
+                else ++s_.realloc_moved;
             }
         }
-        if (e.failed) ++s.sites[site_of(e.site)].failed;
+        if (e.failed && !trace::is_free(e.kind)) ++site(site_of(e.site)).failed;
+
+        pairs_.feed(
+            e,
+            [&](const live& o, bool lost) {
+                const std::uint32_t k = o.site & live::site_mask;
+                if (!lost && detail::mismatched(class_op(o.site >> live::kind_shift),
+                                                trace::is_free(e.kind) ? e.kind : trace::op::free_))
+                    ++s_.mismatched_frees;
+                live_bytes_ -= o.size;
+                --live_objects_;
+                site_live_[k] -= o.size;
+                const std::uint64_t life = e.time_ns >= o.born_ns ? e.time_ns - o.born_ns : 0;
+                const std::uint64_t between = births_ - o.id - 1;  // objects id+1 .. births-1 were born in between
+                deaths_.push_back(death{life, k, static_cast<std::uint32_t>(between)});
+                put(s_.lifetime_ns, life);
+                put(s_.lifetime_allocs, between);
+                if (life < opt_.short_lived_ns) ++s_.short_lived_ns_count;
+                if (between < opt_.short_lived_allocs) ++s_.short_lived_allocs_count;
+            },
+            [&](std::uint32_t id) {
+                const std::uint32_t k = site_of(e.site);
+                auto& st = site(k);
+                if (st.count == 0) st.min_size = st.max_size = e.size;
+                st.min_size = std::min(st.min_size, e.size);
+                st.max_size = std::max(st.max_size, e.size);
+                ++st.count;
+                st.bytes += e.size;
+                st.ops |= 1u << (std::uint8_t(e.kind) & 31);
+                ++s_.allocations;
+                s_.bytes_requested += e.size;
+                auto& th = thread_of(e.thread);
+                ++th.allocations;
+                th.bytes += e.size;
+                auto& b = buckets_[size_bucket_index(e.size)];
+                ++b.count;
+                b.bytes += e.size;
+                ++exact_[e.size];
+                ++site_sizes_[site_size{e.size, k}];
+                if (e.size <= 64) {
+                    ++s_.small64;
+                    s_.small64_bytes += e.size;
+                    s_.small64_glibc_bytes += glibc_chunk_bytes(e.size);
+                }
+                if (e.size <= 256) {
+                    ++s_.small256;
+                    s_.small256_bytes += e.size;
+                }
+                live_bytes_ += e.size;
+                ++live_objects_;
+                ++births_;
+                site_live_[k] += e.size;
+                st.peak_live_bytes = std::max(st.peak_live_bytes, site_live_[k]);
+                return live{e.size, e.time_ns, k | kind_class(e.kind) << live::kind_shift, id};
+            });
+
+        if (live_bytes_ > s_.peak_live_bytes) {
+            s_.peak_live_bytes = live_bytes_;
+            s_.peak_bytes_time_ns = e.time_ns;
+            s_.peak_bytes_event = i;
+            s_.peak_bytes_objects = live_objects_;
+        }
+        if (live_objects_ > s_.peak_live_objects) {
+            s_.peak_live_objects = live_objects_;
+            s_.peak_objects_time_ns = e.time_ns;
+            s_.peak_objects_event = i;
+        }
+        const live_point p{e.time_ns, live_bytes_, live_objects_};
+        if (!downsample_) {
+            s_.series.push_back(p);
+        } else {
+            const auto k = std::min<std::size_t>(
+                nb_ - 1, static_cast<std::size_t>(double(e.time_ns) / (double(s_.duration_ns) + 1.0) * double(nb_)));
+            auto& a = aggs_[k];
+            if (!a.used || p.bytes > a.max.bytes) a.max = p;
+            a.max_objects = a.used ? std::max(a.max_objects, live_objects_) : live_objects_;
+            a.last = p;
+            a.used = true;
+        }
     }
 
-    // Objects: sizes, sites, threads.
-    const auto& objs = tl.objects;
-    std::vector<std::uint32_t> obj_site(objs.size());
-    std::unordered_map<std::uint64_t, std::uint64_t> exact;
-    std::vector<size_bucket> buckets(66);
-    for (std::size_t j = 0; j < objs.size(); ++j) {
-        const auto& o = objs[j];
-        const auto k = site_of(o.site);
-        obj_site[j] = k;
-        auto& st = s.sites[k];
-        if (st.count == 0) st.min_size = st.max_size = o.size;
-        st.min_size = std::min(st.min_size, o.size);
-        st.max_size = std::max(st.max_size, o.size);
-        ++st.count;
-        st.bytes += o.size;
-        st.ops |= 1u << (std::uint8_t(t.events[o.born_event].kind) & 31);
-        ++s.allocations;
-        s.bytes_requested += o.size;
-        auto& th = thread_of(o.thread);
-        ++th.allocations;
-        th.bytes += o.size;
-        auto& b = buckets[size_bucket_index(o.size)];
-        ++b.count;
-        b.bytes += o.size;
-        ++exact[o.size];
-        if (o.size <= 64) {
-            ++s.small64;
-            s.small64_bytes += o.size;
-            s.small64_glibc_bytes += glibc_chunk_bytes(o.size);
+    summary finish() && {
+        s_.unknown_frees = pairs_.unknown_frees;
+        s_.null_frees = pairs_.null_frees;
+        s_.failed = pairs_.failed;
+        s_.reused_live = pairs_.reused_live;
+        for (const auto& a : aggs_) {
+            if (!a.used) continue;
+            s_.series.push_back({a.max.time_ns, a.max.bytes, a.max_objects});
+            if (a.last.time_ns > a.max.time_ns && (a.last.bytes != a.max.bytes || a.last.objects != a.max_objects))
+                s_.series.push_back(a.last);
         }
-        if (o.size <= 256) {
-            ++s.small256;
-            s.small256_bytes += o.size;
-        }
-    }
-    // Histogram: the contiguous range of used buckets.
-    {
+        s_.never_freed = live_objects_;
+        s_.never_freed_bytes = live_bytes_;
+
+        // Histogram: the contiguous range of used buckets.
         unsigned first = 66, last = 0;
-        for (unsigned k = 0; k < buckets.size(); ++k)
-            if (buckets[k].count) {
+        for (unsigned k = 0; k < buckets_.size(); ++k)
+            if (buckets_[k].count) {
                 first = std::min(first, k);
                 last = k;
             }
         for (unsigned k = first; k <= last && first < 66; ++k) {
-            buckets[k].lo = size_bucket_lo(k);
-            buckets[k].hi = size_bucket_hi(k);
-            s.histogram.push_back(buckets[k]);
+            buckets_[k].lo = size_bucket_lo(k);
+            buckets_[k].hi = size_bucket_hi(k);
+            s_.histogram.push_back(buckets_[k]);
         }
-    }
-    {
-        std::vector<size_count> all;
-        all.reserve(exact.size());
-        for (auto [size, count] : exact) all.push_back({size, count});
-        std::sort(all.begin(), all.end(), [](const size_count& a, const size_count& b) {
-            return a.count != b.count ? a.count > b.count : a.size < b.size;
+        s_.top_sizes = most_frequent(exact_, opt_.top_sizes);
+
+        // Lifetimes: group the freed objects by site for the per-site medians,
+        // then the medians of all of them.
+        s_.freed_objects = deaths_.size();
+        std::sort(deaths_.begin(), deaths_.end(), [](const death& a, const death& b) { return a.site < b.site; });
+        auto by_life = [](const death& a, const death& b) { return a.life < b.life; };
+        for (std::size_t a = 0; a < deaths_.size();) {
+            std::size_t b = a;
+            while (b < deaths_.size() && deaths_[b].site == deaths_[a].site) ++b;
+            auto& st = s_.sites[deaths_[a].site];
+            st.freed = b - a;
+            st.has_lifetime = true;
+            const auto mid = deaths_.begin() + std::ptrdiff_t(a + (b - a) / 2);
+            std::nth_element(deaths_.begin() + std::ptrdiff_t(a), mid, deaths_.begin() + std::ptrdiff_t(b), by_life);
+            st.median_lifetime_ns = mid->life;
+            a = b;
+        }
+        if (!deaths_.empty()) {
+            const auto mid = deaths_.begin() + std::ptrdiff_t(deaths_.size() / 2);
+            std::nth_element(deaths_.begin(), mid, deaths_.end(), by_life);
+            s_.median_lifetime_ns = mid->life;
+            std::nth_element(deaths_.begin(), mid, deaths_.end(),
+                             [](const death& a, const death& b) { return a.between < b.between; });
+            s_.median_lifetime_allocs = mid->between;
+        }
+        deaths_ = {};
+        for (std::size_t k = 0; k < s_.sites.size(); ++k) {
+            auto& st = s_.sites[k];
+            st.never_freed = st.count - st.freed;
+            st.never_freed_bytes = site_live_[k];
+        }
+
+        // Per site: exact sizes, most frequent first (ties: smaller first).
+        {
+            std::vector<std::pair<std::uint32_t, size_count>> all;
+            all.reserve(site_sizes_.size());
+            for (const auto& [key, count] : site_sizes_) all.push_back({key.site, size_count{key.size, count}});
+            site_sizes_ = {};
+            std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+                if (a.first != b.first) return a.first < b.first;
+                if (a.second.count != b.second.count) return a.second.count > b.second.count;
+                return a.second.size < b.second.size;
+            });
+            for (std::size_t a = 0; a < all.size();) {
+                std::size_t b = a;
+                while (b < all.size() && all[b].first == all[a].first) ++b;
+                auto& st = s_.sites[all[a].first];
+                st.distinct_sizes = b - a;
+                for (std::size_t k = a; k < b && k - a < opt_.site_sizes; ++k) st.sizes.push_back(all[k].second);
+                a = b;
+            }
+        }
+
+        std::sort(s_.sites.begin(), s_.sites.end(), [](const site_stats& a, const site_stats& b) {
+            if (a.count != b.count) return a.count > b.count;
+            if (a.bytes != b.bytes) return a.bytes > b.bytes;
+            return a.site < b.site;
         });
-        if (all.size() > opt.top_sizes) all.resize(opt.top_sizes);
-        s.top_sizes = std::move(all);
+        std::sort(s_.threads.begin(), s_.threads.end(),
+                  [](const thread_stats& a, const thread_stats& b) { return a.thread < b.thread; });
+        return std::move(s_);
     }
 
-    // Objects ending at each event, as linked lists in object order (an event
-    // can end two: a realloc's old block and a block lost at that address).
-    std::vector<std::uint32_t> death_head(t.events.size(), no_object), death_next(objs.size(), no_object);
-    for (std::size_t j = objs.size(); j-- > 0;) {
-        if (objs[j].died_event == no_object) continue;
-        death_next[j] = death_head[objs[j].died_event];
-        death_head[objs[j].died_event] = static_cast<std::uint32_t>(j);
+private:
+    // A live object: 24 bytes (32 with its address in the map).
+    struct live {
+        static constexpr unsigned kind_shift = 30;  // what to release it with, in the top bits of the site
+        static constexpr std::uint32_t site_mask = (1u << kind_shift) - 1;
+        std::uint64_t size = 0, born_ns = 0;
+        std::uint32_t site = 0;
+        std::uint32_t id = 0;
+    };
+    // The allocating op as far as detail::mismatched() cares, in two bits:
+    // 0 the malloc family, 1 new, 2 new[].
+    static std::uint32_t kind_class(trace::op o) noexcept {
+        return o == trace::op::new_ ? 1 : o == trace::op::new_array ? 2 : 0;
     }
-    std::vector<std::uint32_t> deaths;  // objects that die, in the order they die
-    deaths.reserve(objs.size());
+    static trace::op class_op(std::uint32_t c) noexcept {
+        return c == 1 ? trace::op::new_ : c == 2 ? trace::op::new_array : trace::op::malloc_;
+    }
+    struct death {
+        std::uint64_t life;
+        std::uint32_t site, between;
+    };
+    struct site_size {
+        std::uint64_t size;
+        std::uint32_t site;
+        bool operator==(const site_size&) const = default;
+    };
+    struct site_size_hash {
+        std::size_t operator()(const site_size& k) const noexcept {
+            return std::hash<std::uint64_t>()(k.size * 0x9e3779b97f4a7c15ull ^ k.site);
+        }
+    };
+    struct agg {
+        bool used = false;
+        live_point max, last;
+        std::uint64_t max_objects = 0;
+    };
 
-    // Lifetime buckets: decades of ns up to >= 10 s; powers of two of
-    // allocations up to >= 2^20.
-    for (std::uint64_t lo = 0, hi = 100; lo <= 10'000'000'000ull; lo = hi, hi *= 10)
-        s.lifetime_ns.push_back({lo, lo == 10'000'000'000ull ? UINT64_MAX : hi, 0});
-    s.lifetime_allocs.push_back({0, 1, 0});
-    for (std::uint64_t lo = 1; lo <= (1u << 20); lo *= 2)
-        s.lifetime_allocs.push_back({lo, lo == (1u << 20) ? UINT64_MAX : lo * 2, 0});
-    auto put = [](std::vector<range_bucket>& v, std::uint64_t x) {
+    static void put(std::vector<range_bucket>& v, std::uint64_t x) {
         for (auto& b : v)
             if (x >= b.lo && x < b.hi) {
                 ++b.count;
                 return;
             }
         ++v.back().count;
-    };
-
-    std::vector<std::uint64_t> site_live(s.sites.size(), 0);
-    std::vector<std::uint64_t> between;  // allocations in between, per freed object
-    between.reserve(objs.size());
-    std::uint64_t live_bytes = 0, live_objects = 0, births = 0;
-    const std::size_t n = t.events.size();
-
-    // Downsampling: with more events than points, time is cut into
-    // max_points/2 buckets and each bucket keeps its maximum and its last value,
-    // so peaks survive and drops show.
-    const std::size_t max_points = std::max<std::size_t>(opt.max_points, 4);
-    const bool downsample = n + 1 > max_points;
-    const std::size_t nb = max_points / 2;
-    const std::uint64_t t_end = n ? t.events.back().time_ns : 0;
-    struct agg {
-        bool used = false;
-        live_point max, last;
-        std::uint64_t max_objects = 0;
-    };
-    std::vector<agg> aggs(downsample ? nb : 0);
-    s.series.push_back({0, 0, 0});
-
-    // Walk the events in order: live bytes/objects, peaks, per-site peaks,
-    // lifetimes in allocations.
-    for (std::uint32_t i = 0; i < n; ++i) {
-        const auto& e = t.events[i];
-        for (auto j = death_head[i]; j != no_object; j = death_next[j]) {
-            deaths.push_back(j);
-            live_bytes -= objs[j].size;
-            --live_objects;
-            site_live[obj_site[j]] -= objs[j].size;
-            between.push_back(births - j - 1);  // objects j+1 .. births-1 were born in between
-        }
-        if (tl.born[i] != no_object) {
-            const auto j = tl.born[i];
-            live_bytes += objs[j].size;
-            ++live_objects;
-            ++births;
-            auto& sl = site_live[obj_site[j]];
-            sl += objs[j].size;
-            auto& st = s.sites[obj_site[j]];
-            st.peak_live_bytes = std::max(st.peak_live_bytes, sl);
-        }
-        if (live_bytes > s.peak_live_bytes) {
-            s.peak_live_bytes = live_bytes;
-            s.peak_bytes_time_ns = e.time_ns;
-            s.peak_bytes_event = i;
-            s.peak_bytes_objects = live_objects;
-        }
-        if (live_objects > s.peak_live_objects) {
-            s.peak_live_objects = live_objects;
-            s.peak_objects_time_ns = e.time_ns;
-            s.peak_objects_event = i;
-        }
-        const live_point p{e.time_ns, live_bytes, live_objects};
-        if (!downsample) {
-            s.series.push_back(p);
-        } else {
-            const auto k = std::min<std::size_t>(
-                nb - 1, static_cast<std::size_t>(double(e.time_ns) / (double(t_end) + 1.0) * double(nb)));
-            auto& a = aggs[k];
-            if (!a.used || p.bytes > a.max.bytes) a.max = p;
-            a.max_objects = a.used ? std::max(a.max_objects, live_objects) : live_objects;
-            a.last = p;
-            a.used = true;
-        }
     }
-    for (const auto& a : aggs) {
-        if (!a.used) continue;
-        s.series.push_back({a.max.time_ns, a.max.bytes, a.max_objects});
-        if (a.last.time_ns > a.max.time_ns && (a.last.bytes != a.max.bytes || a.last.objects != a.max_objects))
-            s.series.push_back(a.last);
+    static std::vector<size_count> most_frequent(const std::unordered_map<std::uint64_t, std::uint64_t>& m,
+                                                 std::size_t n) {
+        std::vector<size_count> all;
+        all.reserve(m.size());
+        for (auto [size, count] : m) all.push_back({size, count});
+        std::sort(all.begin(), all.end(), [](const size_count& a, const size_count& b) {
+            return a.count != b.count ? a.count > b.count : a.size < b.size;
+        });
+        if (all.size() > n) all.resize(n);
+        return all;
     }
-    s.never_freed = live_objects;
-    s.never_freed_bytes = live_bytes;
-
-    // Lifetimes: in allocations (gathered above, in death order) and in ns.
-    s.freed_objects = deaths.size();
-    std::vector<std::uint64_t> life(deaths.size());
-    for (std::size_t k = 0; k < deaths.size(); ++k) {
-        const auto& o = objs[deaths[k]];
-        life[k] = o.died_ns - o.born_ns;
-        put(s.lifetime_ns, life[k]);
-        put(s.lifetime_allocs, between[k]);
-        if (life[k] < opt.short_lived_ns) ++s.short_lived_ns_count;
-        if (between[k] < opt.short_lived_allocs) ++s.short_lived_allocs_count;
-    }
-    s.median_lifetime_allocs = detail::median_of(between.begin(), between.end());
-
-    // Per site: freed/never freed, median lifetime (group the lifetimes by site).
-    {
-        std::vector<std::uint64_t> start(s.sites.size() + 1, 0);
-        for (auto j : deaths) ++start[obj_site[j] + 1];
-        for (std::size_t k = 0; k < s.sites.size(); ++k) start[k + 1] += start[k];
-        std::vector<std::uint64_t> grouped(deaths.size());
-        std::vector<std::uint64_t> fill(start.begin(), start.end() - 1);
-        for (std::size_t k = 0; k < deaths.size(); ++k) grouped[fill[obj_site[deaths[k]]]++] = life[k];
-        for (std::size_t k = 0; k < s.sites.size(); ++k) {
-            auto& st = s.sites[k];
-            st.freed = start[k + 1] - start[k];
-            st.never_freed = st.count - st.freed;
-            st.never_freed_bytes = site_live[k];
-            if (st.freed) {
-                st.has_lifetime = true;
-                st.median_lifetime_ns = detail::median_of(grouped.begin() + std::ptrdiff_t(start[k]),
-                                                          grouped.begin() + std::ptrdiff_t(start[k + 1]));
-            }
+    // Sites and threads by address and id: hash lookups, never scans.
+    std::uint32_t site_of(std::uint64_t address) {
+        auto [it, fresh] = site_index_.try_emplace(address, static_cast<std::uint32_t>(s_.sites.size()));
+        if (fresh) {
+            if (s_.sites.size() > live::site_mask) throw std::length_error("trace has more than 2^30 call sites");
+            s_.sites.emplace_back();
+            s_.sites.back().site = address;
+            site_live_.push_back(0);
         }
-        s.median_lifetime_ns = detail::median_of(grouped.begin(), grouped.end());
+        return it->second;
+    }
+    site_stats& site(std::uint32_t k) { return s_.sites[k]; }
+    thread_stats& thread_of(std::uint32_t thread) {
+        auto [it, fresh] = thread_index_.try_emplace(thread, static_cast<std::uint32_t>(s_.threads.size()));
+        if (fresh) s_.threads.push_back(thread_stats{thread, 0, 0, 0, 0, 0});
+        return s_.threads[it->second];
     }
 
-    // Per site: exact sizes (sort the objects by site, then size).
-    {
-        std::vector<std::pair<std::uint32_t, std::uint64_t>> ss(objs.size());
-        for (std::size_t j = 0; j < objs.size(); ++j) ss[j] = {obj_site[j], objs[j].size};
-        std::sort(ss.begin(), ss.end());
-        for (std::size_t a = 0; a < ss.size();) {
-            const auto k = ss[a].first;
-            std::vector<size_count> sizes;
-            std::size_t b = a;
-            while (b < ss.size() && ss[b].first == k) {
-                std::size_t c = b;
-                while (c < ss.size() && ss[c].first == k && ss[c].second == ss[b].second) ++c;
-                sizes.push_back({ss[b].second, c - b});
-                b = c;
-            }
-            auto& st = s.sites[k];
-            st.distinct_sizes = sizes.size();
-            std::stable_sort(sizes.begin(), sizes.end(),
-                             [](const size_count& x, const size_count& y) { return x.count > y.count; });
-            if (sizes.size() > opt.site_sizes) sizes.resize(opt.site_sizes);
-            st.sizes = std::move(sizes);
-            a = b;
-        }
-    }
+    summary_options opt_;
+    summary s_;
+    trace::pairer<live> pairs_;
+    std::unordered_map<std::uint64_t, std::uint32_t> site_index_;
+    std::unordered_map<std::uint32_t, std::uint32_t> thread_index_;
+    std::vector<std::uint64_t> site_live_;  // live bytes per site
+    std::unordered_map<std::uint64_t, std::uint64_t> exact_;
+    std::unordered_map<site_size, std::uint64_t, site_size_hash> site_sizes_;
+    std::vector<size_bucket> buckets_;
+    std::vector<death> deaths_;
+    std::vector<agg> aggs_;
+    bool downsample_ = false;
+    std::size_t nb_ = 0;
+    std::uint64_t index_ = 0, live_bytes_ = 0, live_objects_ = 0, births_ = 0;
+};
 
-    std::sort(s.sites.begin(), s.sites.end(), [](const site_stats& a, const site_stats& b) {
-        if (a.count != b.count) return a.count > b.count;
-        if (a.bytes != b.bytes) return a.bytes > b.bytes;
-        return a.site < b.site;
-    });
-    std::sort(s.threads.begin(), s.threads.end(),
-              [](const thread_stats& a, const thread_stats& b) { return a.thread < b.thread; });
-    return s;
+// The summary of a trace whose events are in memory.
+inline summary summarise(const trace::trace& t, const summary_options& opt = {}) {
+    summariser s(t, t.events.size(), opt);
+    for (const auto& e : t.events) s.add(e);
+    return std::move(s).finish();
 }
 
-inline summary summarise(const trace::trace& t, const summary_options& opt = {}) {
-    return summarise(t, trace::resolve(t), opt);
+// The summary of a trace streamed from its reader (events decoded on the fly).
+inline summary summarise(const trace::trace_reader& r, const summary_options& opt = {}) {
+    summariser s(r.info(), r.info().event_count, opt);
+    auto events = r.events();
+    for (trace::event e; events.next(e);) s.add(e);
+    return std::move(s).finish();
 }
 
 // Indices into s.sites, the top `n` by bytes (ties: by count, then address).
@@ -579,6 +597,48 @@ inline std::string bar(std::uint64_t part, std::uint64_t max, std::size_t width 
     return std::string(k, '#');
 }
 
+// A text table whose column widths come from its cells, so that no value,
+// however large, runs into its neighbour: two spaces between columns, every
+// row indented by two. A left-aligned last column is not padded.
+class table {
+public:
+    struct column {
+        std::string title;
+        bool right = true;
+    };
+    explicit table(std::vector<column> columns) : columns_(std::move(columns)) {}
+    table& row(std::vector<std::string> cells) {
+        cells.resize(columns_.size());
+        rows_.push_back(std::move(cells));
+        return *this;
+    }
+    std::string str() const {
+        std::vector<std::size_t> w(columns_.size());
+        for (std::size_t c = 0; c < columns_.size(); ++c) {
+            w[c] = columns_[c].title.size();
+            for (const auto& r : rows_) w[c] = std::max(w[c], r[c].size());
+        }
+        std::string o;
+        auto line = [&](auto&& cell) {
+            std::string l = "  ";
+            for (std::size_t c = 0; c < columns_.size(); ++c) {
+                if (c) l += "  ";
+                const bool last = c + 1 == columns_.size();
+                l += columns_[c].right ? pad(cell(c), w[c]) : last ? cell(c) : pad(cell(c), w[c], false);
+            }
+            while (l.size() > 2 && l.back() == ' ') l.pop_back();
+            o += l + "\n";
+        };
+        line([&](std::size_t c) { return columns_[c].title; });
+        for (const auto& r : rows_) line([&](std::size_t c) { return r[c]; });
+        return o;
+    }
+
+private:
+    std::vector<column> columns_;
+    std::vector<std::vector<std::string>> rows_;
+};
+
 // "16" or "16-64 (3 sizes)".
 inline std::string site_sizes(const site_stats& st) {
     if (st.count == 0) return "-";
@@ -602,8 +662,8 @@ inline std::string format_ops(const summary& s, bool frees) {
 
 inline std::string site_table(const summary& s, const std::vector<symbol>& syms, const std::vector<std::size_t>& idx) {
     using namespace fmt;
-    std::string o = "     #        count      %        bytes      %    peak live   mean size  sizes                   median life  "
-                    "never freed  site\n";
+    table t({{"#"}, {"count"}, {"%"}, {"bytes"}, {"%"}, {"peak live"}, {"mean size"}, {"sizes", false},
+             {"median life"}, {"never freed"}, {"site", false}});
     std::size_t rank = 0;
     for (auto i : idx) {
         const auto& st = s.sites[i];
@@ -626,13 +686,27 @@ inline std::string site_table(const summary& s, const std::vector<symbol>& syms,
             std::snprintf(b, sizeof b, "0x%" PRIx64, st.site);
             site = b;
         }
-        o += pad(std::to_string(++rank), 6) + pad(integer(st.count), 13) + pad(percent(st.count, s.allocations), 7) +
-             pad(bytes(st.bytes), 13) + pad(percent(st.bytes, s.bytes_requested), 7) + pad(bytes(st.peak_live_bytes), 13) +
-             pad(mean, 12) + "  " + pad(clip(site_sizes(st), 22), 22, false) +
-             pad(st.has_lifetime ? duration(st.median_lifetime_ns) : std::string("-"), 13) +
-             pad(integer(st.never_freed), 13) + "  " + site + "\n";
+        t.row({std::to_string(++rank), integer(st.count), percent(st.count, s.allocations), bytes(st.bytes),
+               percent(st.bytes, s.bytes_requested), bytes(st.peak_live_bytes), mean, clip(site_sizes(st), 40),
+               st.has_lifetime ? duration(st.median_lifetime_ns) : std::string("-"), integer(st.never_freed), site});
     }
-    return o;
+    return t.str();
+}
+
+// Threads listed one by one in the text report; the others are summed up.
+inline constexpr std::size_t max_threads_listed = 32;
+
+// Indices into s.threads: every thread (in id order) when there are at most
+// `n`, else the `n` with the most events (ties: the lower id).
+inline std::vector<std::size_t> busiest_threads(const summary& s, std::size_t n) {
+    std::vector<std::size_t> idx(s.threads.size());
+    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+    if (idx.size() > n) {
+        std::stable_sort(idx.begin(), idx.end(),
+                         [&](std::size_t a, std::size_t b) { return s.threads[a].events > s.threads[b].events; });
+        idx.resize(n);
+    }
+    return idx;
 }
 
 // The text report. `syms` is parallel to s.sites (may be empty: raw addresses).
@@ -706,18 +780,19 @@ inline std::string format_text(const summary& s, const std::vector<symbol>& syms
     o += "\nSize histogram (power-of-two buckets)\n";
     if (s.histogram.empty()) o += "  (no allocations)\n";
     else {
-        o += "  " + pad("size (B)", 22, false) + pad("count", 14) + pad("%", 8) + pad("bytes", 12) + pad("%", 8) + "\n";
         std::uint64_t maxc = 0;
         for (const auto& b : s.histogram) maxc = std::max(maxc, b.count);
+        table h({{"size (B)", false}, {"count"}, {"%"}, {"bytes"}, {"%"}, {"", false}});
         for (const auto& b : s.histogram)
-            o += "  " + pad(size_range(b.lo, b.hi), 22, false) + pad(integer(b.count), 14) +
-                 pad(percent(b.count, s.allocations), 8) + pad(bytes(b.bytes), 12) +
-                 pad(percent(b.bytes, s.bytes_requested), 8) + "  " + bar(b.count, maxc) + "\n";
+            h.row({size_range(b.lo, b.hi), integer(b.count), percent(b.count, s.allocations), bytes(b.bytes),
+                   percent(b.bytes, s.bytes_requested), bar(b.count, maxc)});
+        o += h.str();
         o += "  top exact sizes:\n";
-        o += "  " + pad("size (B)", 22, false) + pad("count", 14) + pad("%", 8) + "\n";
+        table e({{"size (B)", false}, {"count"}, {"%"}});
         for (std::size_t k = 0; k < s.top_sizes.size() && k < 10; ++k)
-            o += "  " + pad(std::to_string(s.top_sizes[k].size), 22, false) + pad(integer(s.top_sizes[k].count), 14) +
-                 pad(percent(s.top_sizes[k].count, s.allocations), 8) + "\n";
+            e.row({std::to_string(s.top_sizes[k].size), integer(s.top_sizes[k].count),
+                   percent(s.top_sizes[k].count, s.allocations)});
+        o += e.str();
     }
 
     o += "\nLifetimes (" + integer(s.freed_objects) + " freed objects; " + integer(s.never_freed) + " never freed)\n";
@@ -728,37 +803,64 @@ inline std::string format_text(const summary& s, const std::vector<symbol>& syms
         line("short-lived", percent(s.short_lived_ns_count, s.freed_objects) + " freed within " +
                                 duration(s.short_lived_ns) + ", " + percent(s.short_lived_allocs_count, s.freed_objects) +
                                 " freed before " + integer(s.short_lived_allocs) + " more allocations");
-        o += "  " + pad("lifetime", 24, false) + pad("objects", 14) + pad("%", 8) + "     " +
-             pad("allocations in between", 24, false) + pad("objects", 14) + pad("%", 8) + "\n";
-        const std::size_t rows = std::max(s.lifetime_ns.size(), s.lifetime_allocs.size());
+        // The two distributions side by side; the allocation one's empty
+        // tail (beyond the ns rows) is left out.
+        std::size_t rows = s.lifetime_ns.size();
+        for (std::size_t k = rows; k < s.lifetime_allocs.size(); ++k)
+            if (s.lifetime_allocs[k].count) rows = k + 1;
+        table l({{"lifetime", false}, {"objects"}, {"%"}, {" ", false}, {"allocations in between", false}, {"objects"},
+                 {"%"}});
         for (std::size_t k = 0; k < rows; ++k) {
-            std::string left(46, ' '), right;
+            std::vector<std::string> r(7);
             if (k < s.lifetime_ns.size()) {
                 const auto& b = s.lifetime_ns[k];
-                left = pad(ns_range(b), 24, false) + pad(integer(b.count), 14) + pad(percent(b.count, s.freed_objects), 8);
+                r[0] = ns_range(b);
+                r[1] = integer(b.count);
+                r[2] = percent(b.count, s.freed_objects);
             }
             if (k < s.lifetime_allocs.size()) {
                 const auto& b = s.lifetime_allocs[k];
-                if (b.count == 0 && b.lo > 0 && k >= s.lifetime_ns.size()) {
-                    // Skip empty tail rows beyond the ns table.
-                    bool any = false;
-                    for (std::size_t q = k; q < s.lifetime_allocs.size(); ++q) any |= s.lifetime_allocs[q].count > 0;
-                    if (!any) break;
-                }
-                right = pad(alloc_range(b), 24, false) + pad(integer(b.count), 14) + pad(percent(b.count, s.freed_objects), 8);
+                r[4] = alloc_range(b);
+                r[5] = integer(b.count);
+                r[6] = percent(b.count, s.freed_objects);
             }
-            o += "  " + left + "     " + right + "\n";
+            l.row(std::move(r));
         }
+        o += l.str();
     }
 
-    o += "\nThreads\n";
+    // A program may have run hundreds of thousands of threads: list the
+    // busiest, sum up the rest.
+    o += "\nThreads" + (s.threads.size() > max_threads_listed
+                              ? " (" + integer(s.threads.size()) + "; the " + std::to_string(max_threads_listed) +
+                                    " with the most events)"
+                              : std::string()) +
+         "\n";
     if (s.threads.empty()) o += "  (none)\n";
     else {
-        o += "  " + pad("thread", 8) + pad("os tid", 10) + pad("events", 14) + pad("allocations", 14) + pad("bytes", 12) +
-             pad("frees", 14) + "\n";
-        for (const auto& th : s.threads)
-            o += "  " + pad(std::to_string(th.thread), 8) + pad(std::to_string(th.os_tid), 10) + pad(integer(th.events), 14) +
-                 pad(integer(th.allocations), 14) + pad(bytes(th.bytes), 12) + pad(integer(th.frees), 14) + "\n";
+        const auto idx = busiest_threads(s, max_threads_listed);
+        table t({{"thread"}, {"os tid"}, {"events"}, {"allocations"}, {"bytes"}, {"frees"}});
+        for (auto i : idx) {
+            const auto& th = s.threads[i];
+            t.row({std::to_string(th.thread), std::to_string(th.os_tid), integer(th.events), integer(th.allocations),
+                   bytes(th.bytes), integer(th.frees)});
+        }
+        o += t.str();
+        if (s.threads.size() > max_threads_listed) {
+            thread_stats rest;
+            std::vector<bool> listed(s.threads.size());
+            for (auto i : idx) listed[i] = true;
+            for (std::size_t i = 0; i < s.threads.size(); ++i) {
+                if (listed[i]) continue;
+                rest.events += s.threads[i].events;
+                rest.allocations += s.threads[i].allocations;
+                rest.bytes += s.threads[i].bytes;
+                rest.frees += s.threads[i].frees;
+            }
+            o += "  ... and " + integer(s.threads.size() - idx.size()) + " more threads: " + integer(rest.events) +
+                 " events, " + integer(rest.allocations) + " allocations, " + bytes(rest.bytes) + ", " +
+                 integer(rest.frees) + " frees\n";
+        }
     }
 
     const std::size_t n = std::min(top, s.sites.size());
@@ -778,6 +880,7 @@ struct html_options {
     std::string title = "allotheque-trace summary";
     std::string trace_path;
     std::size_t max_sites = 5000;  // sites embedded in the page (top by count and by bytes)
+    std::size_t max_threads = 1000;  // threads embedded (the most events first)
 };
 
 // Defined in html_report.hpp (included at the end of this header).
@@ -849,11 +952,12 @@ inline int summary_main(int argc, char** argv, std::FILE* out, std::FILE* err) {
     try {
         trace::read_options ro;
         ro.allow_truncated = allow_truncated;
-        const trace::trace t = trace::read_trace(trace_path, ro);
+        const trace::trace_reader reader = trace::trace_reader::open(trace_path, ro);
+        const trace::trace& t = reader.info();
         if (!t.truncation.empty())
             std::fprintf(err, "allotheque-trace summary: warning: %s; summarising what was recorded\n",
                          t.truncation.c_str());
-        const summary s = summarise(t);
+        const summary s = summarise(reader);
         symbolize_stats st;
         const auto syms = symbolize_sites(s, t.maps, symbols, &st);
         if (!st.failed.empty()) {
@@ -864,6 +968,12 @@ inline int summary_main(int argc, char** argv, std::FILE* out, std::FILE* err) {
                          "trace, or addr2line failed; their sites show as module+offset): %s\n",
                          st.failed.size(), list.c_str());
         }
+        if (st.outside_symbols)
+            std::fprintf(err,
+                         "allotheque-trace summary: note: %zu call site(s) lie outside every symbol of their module "
+                         "(stripped code, e.g. static functions): shown as module+offset, not named after the "
+                         "symbol before them\n",
+                         st.outside_symbols);
         const std::string text = format_text(s, syms, top, trace_path);
         std::fwrite(text.data(), 1, text.size(), out);
         if (!html_path.empty()) {

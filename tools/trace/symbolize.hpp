@@ -10,6 +10,7 @@
 #ifndef ALLOTHEQUE_TOOLS_TRACE_SYMBOLIZE_HPP
 #define ALLOTHEQUE_TOOLS_TRACE_SYMBOLIZE_HPP
 
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <string>
 #include <string_view>
@@ -129,6 +131,7 @@ struct symbolize_stats {
     std::size_t modules = 0;           // modules with at least one site
     std::size_t resolved_sites = 0;    // sites with a function or a file
     std::vector<std::string> failed;   // modules addr2line could not read (missing, changed, no tool)
+    std::size_t outside_symbols = 0;   // sites whose nearest symbol ends before them: name dropped
 };
 
 namespace detail {
@@ -142,6 +145,82 @@ inline int elf_type(const std::string& path) {
     std::fclose(f);
     if (n != sizeof h || h[0] != 0x7f || h[1] != 'E' || h[2] != 'L' || h[3] != 'F') return 0;
     return h[5] == 2 ? (h[16] << 8 | h[17]) : (h[16] | h[17] << 8);  // EI_DATA: 2 = big-endian
+}
+
+// [start, end) of the code symbols of an ELF file.
+using extent = std::pair<std::uint64_t, std::uint64_t>;
+
+template <class Ehdr, class Shdr, class Sym, unsigned char (*type_of)(unsigned char)>
+std::vector<extent> read_symbol_extents(std::ifstream& f, std::uint64_t file_size) {
+    std::vector<extent> out;
+    Ehdr eh{};
+    if (!f.seekg(0) || !f.read(reinterpret_cast<char*>(&eh), sizeof eh)) return out;
+    if (eh.e_shoff == 0 || eh.e_shentsize != sizeof(Shdr) || eh.e_shoff > file_size) return out;
+    auto section = [&](std::uint64_t i, Shdr& sh) {
+        const std::uint64_t at = eh.e_shoff + i * sizeof(Shdr);
+        return at + sizeof(Shdr) <= file_size && f.seekg(std::streamoff(at)) &&
+               f.read(reinterpret_cast<char*>(&sh), sizeof sh);
+    };
+    std::uint64_t count = eh.e_shnum;
+    if (count == 0) {  // extended numbering: the count is in section 0
+        Shdr first{};
+        if (!section(0, first)) return out;
+        count = first.sh_size;
+    }
+    count = std::min<std::uint64_t>(count, (file_size - eh.e_shoff) / sizeof(Shdr));
+    for (std::uint64_t i = 0; i < count; ++i) {
+        Shdr sh{};
+        if (!section(i, sh)) break;
+        if ((sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || sh.sh_entsize != sizeof(Sym) ||
+            sh.sh_offset > file_size)
+            continue;
+        const std::uint64_t n = std::min<std::uint64_t>(sh.sh_size, file_size - sh.sh_offset) / sizeof(Sym);
+        std::vector<Sym> syms(static_cast<std::size_t>(n));
+        if (!f.seekg(std::streamoff(sh.sh_offset)) ||
+            !f.read(reinterpret_cast<char*>(syms.data()), std::streamsize(n * sizeof(Sym))))
+            continue;
+        for (const Sym& y : syms) {
+            const unsigned type = type_of(y.st_info);
+            if (y.st_shndx == SHN_UNDEF || y.st_size == 0) continue;
+            if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE) continue;
+            out.push_back({y.st_value, y.st_value + y.st_size});
+        }
+    }
+    return out;
+}
+
+inline unsigned char elf64_type(unsigned char info) { return ELF64_ST_TYPE(info); }
+inline unsigned char elf32_type(unsigned char info) { return ELF32_ST_TYPE(info); }
+
+// The extents of the sized code symbols (functions; .symtab and .dynsym) of
+// `path`, sorted and merged; empty if it is not a little-endian ELF file or
+// has none. addr2line without debug info names an address after the nearest
+// symbol before it, however far past that symbol's end: a stripped binary's
+// static functions take the name of the exported one before them.
+inline std::vector<extent> symbol_extents(const std::string& path) {
+    std::ifstream f(path, std::ios::binary | std::ios::ate);
+    if (!f) return {};
+    const auto file_size = static_cast<std::uint64_t>(f.tellg());
+    unsigned char id[EI_NIDENT] = {};
+    if (!f.seekg(0) || !f.read(reinterpret_cast<char*>(id), sizeof id)) return {};
+    if (std::memcmp(id, ELFMAG, SELFMAG) != 0 || id[EI_DATA] != ELFDATA2LSB) return {};
+    std::vector<extent> v;
+    if (id[EI_CLASS] == ELFCLASS64) v = read_symbol_extents<Elf64_Ehdr, Elf64_Shdr, Elf64_Sym, elf64_type>(f, file_size);
+    else if (id[EI_CLASS] == ELFCLASS32)
+        v = read_symbol_extents<Elf32_Ehdr, Elf32_Shdr, Elf32_Sym, elf32_type>(f, file_size);
+    std::sort(v.begin(), v.end());
+    std::vector<extent> merged;
+    for (const auto& e : v) {
+        if (!merged.empty() && e.first <= merged.back().second) merged.back().second = std::max(merged.back().second, e.second);
+        else merged.push_back(e);
+    }
+    return merged;
+}
+
+inline bool inside_a_symbol(const std::vector<extent>& extents, std::uint64_t a) {
+    auto it = std::upper_bound(extents.begin(), extents.end(), a,
+                               [](std::uint64_t x, const extent& e) { return x < e.first; });
+    return it != extents.begin() && a < std::prev(it)->second;
 }
 
 // Runs `tool -a -f -C -i -e file` with the addresses on stdin; returns false if
@@ -287,7 +366,26 @@ inline std::vector<symbol> symbolize(std::string_view maps, const std::vector<st
             st.failed.push_back(path);
             continue;
         }
-        const auto frames = detail::parse_addr2line(text, unique);
+        auto frames = detail::parse_addr2line(text, unique);
+        // A name without a line number comes from the symbol table (the file
+        // name, if any, from its STT_FILE entry), where addr2line takes the
+        // nearest symbol before the address, even one that ends long before
+        // it. Keep it only if a symbol covers the address: a wrong name is
+        // worse than module+offset.
+        std::vector<detail::extent> extents;
+        bool have_extents = false;
+        for (std::size_t u = 0; u < unique.size(); ++u) {
+            auto& f = frames[u];
+            if (f.empty() || std::any_of(f.begin(), f.end(), [](const frame& x) { return x.line != 0; })) continue;
+            if (!have_extents) {
+                extents = detail::symbol_extents(path);
+                have_extents = true;
+            }
+            if (!detail::inside_a_symbol(extents, unique[u])) {
+                f.clear();
+                ++st.outside_symbols;
+            }
+        }
         for (std::size_t j = 0; j < idx.size(); ++j) {
             const auto u = std::lower_bound(unique.begin(), unique.end(), addrs[j]) - unique.begin();
             out[idx[j]].frames = frames[static_cast<std::size_t>(u)];

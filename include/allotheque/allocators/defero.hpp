@@ -24,7 +24,7 @@ using defero_partition =
     hash_table<size, rb_tree<vicinity<VicinityLog2>, list<size, list<void>, match>, match_next>, match_only,
                multiple_of<Step, Max>>;
 
-template <source S = sbrk_source, heap_options_like Options = heap_options<>, unsigned VicinityLog2 = 12>
+template <source S = arena_source, heap_options_like Options = heap_options<>, unsigned VicinityLog2 = 12>
 using defero_heap = heap<defero_partition<VicinityLog2>, S, Options>;
 
 } // namespace allotheque

@@ -14,7 +14,7 @@ namespace allotheque {
 
 using kingsley_partition = hash_table<size, list<void>, match_only, pow2_segregation>;
 
-template <source S = sbrk_source, heap_options_like Options = heap_options<>>
+template <source S = arena_source, heap_options_like Options = heap_options<>>
 using kingsley_heap = heap<kingsley_partition, S, Options>;
 
 } // namespace allotheque

@@ -17,7 +17,7 @@ namespace allotheque {
 using kingsley_coalescing_partition =
     simultaneous<adjacency<>, hash_table<block_size, list<block_size, void, any, doubly_linked>, first_fit, pow2_bins>>;
 
-template <source S = sbrk_source, heap_options_like Options = heap_options<>>
+template <source S = arena_source, heap_options_like Options = heap_options<>>
 using kingsley_coalescing_heap = block_heap<kingsley_coalescing_partition, S, Options>;
 
 } // namespace allotheque

@@ -23,7 +23,7 @@ using lea_partition =
     simultaneous<adjacency<>, hash_table<block_size, list<block_size, void, first_fit, doubly_linked>, first_fit,
                                          lea_bins<16, 512>>>;
 
-template <source S = sbrk_source, heap_options_like Options = heap_options<>>
+template <source S = arena_source, heap_options_like Options = heap_options<>>
 using lea_heap = block_heap<lea_partition, S, Options>;
 
 // The same with deferred coalescing of blocks up to 256 bytes (Lea's fast bins).
@@ -31,7 +31,7 @@ using lea_deferred_partition =
     simultaneous<adjacency<large_enough_to_split<>, deferred_coalescing<>>,
                  hash_table<block_size, list<block_size, void, first_fit, doubly_linked>, first_fit, lea_bins<16, 512>>>;
 
-template <source S = sbrk_source, heap_options_like Options = heap_options<>>
+template <source S = arena_source, heap_options_like Options = heap_options<>>
 using lea_deferred_heap = block_heap<lea_deferred_partition, S, Options>;
 
 } // namespace allotheque

@@ -17,7 +17,7 @@ namespace allotheque {
 template <unsigned S = 12, unsigned K = 16>
 using medius_partition = hash_table<skbit<S, K>, list<size, list<void>, match>, match_last_first, dense_identity>;
 
-template <source Src = sbrk_source, heap_options_like Options = heap_options<>, unsigned S = 12, unsigned K = 16>
+template <source Src = arena_source, heap_options_like Options = heap_options<>, unsigned S = 12, unsigned K = 16>
 using medius_heap = heap<medius_partition<S, K>, Src, Options>;
 
 } // namespace allotheque

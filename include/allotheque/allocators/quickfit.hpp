@@ -17,7 +17,7 @@ namespace allotheque {
 template <std::size_t Step = 8, std::size_t Max = 128>
 using quickfit_partition = hash_table<size, list<void>, match_only, multiple_then_pow2<Step, Max>>;
 
-template <source S = sbrk_source, heap_options_like Options = heap_options<>, std::size_t Step = 8,
+template <source S = arena_source, heap_options_like Options = heap_options<>, std::size_t Step = 8,
           std::size_t Max = 128>
 using quickfit_heap = heap<quickfit_partition<Step, Max>, S, Options>;
 

@@ -20,7 +20,7 @@ template <unsigned VicinityLog2 = 16, class TopPredicate = match_last_first>
 using velox_partition =
     hash_table<vicinity<VicinityLog2>, list<size, list<void>, match>, TopPredicate, sparse_identity>;
 
-template <source S = sbrk_source, heap_options_like Options = heap_options<>, unsigned VicinityLog2 = 16>
+template <source S = arena_source, heap_options_like Options = heap_options<>, unsigned VicinityLog2 = 16>
 using velox_heap = heap<velox_partition<VicinityLog2>, S, Options>;
 
 } // namespace allotheque

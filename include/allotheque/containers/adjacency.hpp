@@ -25,7 +25,9 @@ struct boundary_tags {
     static constexpr std::size_t align = 16;
     static constexpr std::size_t payload_offset = 16;
     static constexpr std::size_t in_use_overhead = 8;   // the head word; the previous-size word is lent out
-    static constexpr std::size_t in_use = 2, prev_in_use = 1, large = 4, flags = 15;
+    // waiting: freed, parked for deferred coalescing (still flagged in use, so
+    // no neighbour merges with it; a second free sees this bit).
+    static constexpr std::size_t in_use = 2, prev_in_use = 1, large = 4, waiting = 8, flags = 15;
 
     static std::size_t& prev_size(std::byte* b) noexcept { return *reinterpret_cast<std::size_t*>(b); }
     static std::size_t& head(std::byte* b) noexcept { return *reinterpret_cast<std::size_t*>(b + 8); }

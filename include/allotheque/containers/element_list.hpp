@@ -111,6 +111,15 @@ struct list<Attr, void, Pred, Links> {
     static void remove(header_type& h, std::byte* p, std::size_t) noexcept {
         Links::unlink(h, *std::launder(reinterpret_cast<chunk*>(p)));
     }
+    template <class F>
+    static void drain(header_type& h, F&& f) noexcept {
+        while (!h.empty()) {
+            chunk& c = h.front();
+            h.pop_front();
+            f(reinterpret_cast<std::byte*>(&c));
+        }
+    }
+    static void clear(header_type& h) noexcept { init(h); }
 };
 
 } // namespace allotheque

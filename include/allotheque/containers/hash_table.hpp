@@ -145,7 +145,33 @@ struct hash_table {
         }
     }
 
+    // Every chunk of every class to f; the table keeps its mapped metadata.
+    template <class F>
+    static void drain(header_type& h, F&& f) noexcept {
+        for (std::size_t i = h.classes.first(); i != npos;) {
+            const std::size_t next = h.classes.next(i);
+            Nested::drain(*h.classes.find(i), f);
+            h.classes.release(i);
+            i = next;
+        }
+        forget_search_state(h);
+    }
+    // Forgets every chunk without looking at one (their memory is going back whole).
+    static void clear(header_type& h) noexcept {
+        for (std::size_t i = h.classes.first(); i != npos;) {
+            const std::size_t next = h.classes.next(i);
+            Nested::clear(*h.classes.find(i));
+            h.classes.release(i);
+            i = next;
+        }
+        forget_search_state(h);
+    }
+
 private:
+    static void forget_search_state(header_type& h) noexcept {
+        h.last = npos;
+        if constexpr (memoised) h.memo = {};
+    }
     template <request_like R>
     static std::byte* take_from(header_type& h, std::size_t i, const R& r) noexcept {
         auto& nested = *h.classes.find(i);

@@ -60,6 +60,17 @@ struct list<void, void, Pred, Links> {
     static void deallocate_run(header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
         for (std::size_t i = count; i-- > 0;) deallocate(h, ps[i], n);
     }
+    // Hands every chunk to f (which may overwrite it) and leaves the list empty.
+    template <class F>
+    static void drain(header_type& h, F&& f) noexcept {
+        while (!h.empty()) {
+            chunk& c = h.front();
+            h.pop_front();
+            f(reinterpret_cast<std::byte*>(&c));
+        }
+    }
+    // Forgets every chunk (their memory is being given back as a whole).
+    static void clear(header_type& h) noexcept { init(h); }
 };
 
 // ---- class container: classes of Attr in a list ---------------------------
@@ -157,6 +168,19 @@ struct list<Attr, Nested, Pred, Links> {
             count -= k;
         }
     }
+
+    // Every chunk of every class to f, hosts last (f may overwrite a chunk).
+    template <class F>
+    static void drain(header_type& h, F&& f) noexcept {
+        while (!h.classes.empty()) {
+            node& n = h.classes.front();
+            h.classes.pop_front();
+            Nested::drain(n.nested, f);
+            f(n.host());
+        }
+        if constexpr (predicate_remembers<Pred>) h.last = nullptr;
+    }
+    static void clear(header_type& h) noexcept { init(h); }
 };
 
 } // namespace allotheque

@@ -161,6 +161,18 @@ struct rb_tree {
             count -= k;
         }
     }
+
+    // Every chunk of every class to f, each host after its class's chunks.
+    template <class F>
+    static void drain(header_type& h, F&& f) noexcept {
+        h.classes.clear_and_dispose([&](node* n) noexcept {
+            Nested::drain(n->nested, f);
+            f(n->host());
+        });
+        if constexpr (predicate_remembers<Pred>) h.last = nullptr;
+        if constexpr (memoised) h.memo = {};
+    }
+    static void clear(header_type& h) noexcept { init(h); }
 };
 
 } // namespace allotheque

@@ -64,6 +64,7 @@ struct simultaneous {
                 if (std::byte* p = top) {
                     top = *reinterpret_cast<std::byte**>(p);
                     --h.wait.count;
+                    tags::head(tags::block_of(p)) &= ~tags::waiting;
                     return p;
                 }
             }
@@ -84,37 +85,99 @@ struct simultaneous {
         return p;
     }
 
+    // What a merge reports: the free block it left (the heap gives a span back
+    // when that block is the whole span).
+    struct ignore_free_block {
+        void operator()(std::byte*, std::size_t) const noexcept {}
+    };
+
     // Returns the block of payload p to both partitions, merged with its free
-    // neighbours (or, deferred, parks it until the next batch).
-    static void deallocate(header_type& h, std::byte* p) noexcept {
+    // neighbours (or, deferred, parks it until the next batch). on_free(block,
+    // size) sees every free block a merge leaves.
+    template <class OnFree = ignore_free_block>
+    static void deallocate(header_type& h, std::byte* p, OnFree&& on_free = {}) noexcept {
         if constexpr (coalescing::deferred) {
             const std::size_t s = tags::size(tags::block_of(p));
             if (s <= coalescing::max_size) {
                 std::byte*& top = h.wait.lists[s / tags::align];
+                tags::head(tags::block_of(p)) |= tags::waiting;
                 *reinterpret_cast<std::byte**>(p) = top;
                 top = p;
-                if (++h.wait.count >= coalescing::threshold) coalesce_waiting(h);
+                if (++h.wait.count >= coalescing::threshold) coalesce_waiting(h, on_free);
                 return;
             }
         }
-        merge(h, p);
+        merge(h, p, on_free);
     }
 
     // Coalesces every waiting block (deferred coalescing; a no-op otherwise).
     // The heap calls it before asking the system for memory.
-    static bool coalesce_waiting(header_type& h) noexcept {
+    template <class OnFree = ignore_free_block>
+    static bool coalesce_waiting(header_type& h, OnFree&& on_free = {}) noexcept {
         if constexpr (coalescing::deferred) {
             if (h.wait.count == 0) return false;
             for (std::byte*& top : h.wait.lists)
                 while (std::byte* p = top) {
                     top = *reinterpret_cast<std::byte**>(p);
-                    merge(h, p);
+                    merge(h, p, on_free);
                 }
             h.wait.count = 0;
             return true;
         } else {
+            (void)h;
+            (void)on_free;
             return false;
         }
+    }
+
+    // A block of at least `need` bytes whose payload is aligned to a (a power
+    // of two above tags::align): a block with room for the alignment and a
+    // free lead is taken, the lead before the aligned payload and the tail after
+    // it go back as free blocks. nullptr when nothing fits.
+    template <request_like R>
+    static std::byte* allocate_aligned(header_type& h, const R& r, std::size_t a) noexcept {
+        const std::size_t need = r.size;
+        R q = r;
+        q.size = block_for(need + a + min_block);
+        if (q.size == 0) return nullptr;
+        std::byte* p = allocate(h, q);
+        if (!p) return nullptr;
+        std::byte* b = tags::block_of(p);
+        const std::size_t have = tags::size(b);
+        std::size_t lead = detail::round_up(detail::address_of(p), a) - detail::address_of(p);
+        if (lead != 0 && lead < min_block) lead += a;
+        if (lead != 0) {   // the block before b is in use: the lead needs no merge
+            tags::mark_free(b, lead, tags::head(b) & tags::prev_in_use);
+            Index::deallocate(h.index, tags::payload_of(b), lead);
+            b += lead;
+            tags::mark_used(b, have - lead, 0);
+        }
+        trim(h, b, need);
+        return tags::payload_of(b);
+    }
+
+    // Grows (or keeps) the in-use block of payload p to `need` bytes (a
+    // block_for size) in place, taking from the free block after it.
+    static bool try_extend(header_type& h, std::byte* p, std::size_t need) noexcept {
+        std::byte* b = tags::block_of(p);
+        const std::size_t have = tags::size(b);
+        if (need <= have) {
+            trim(h, b, need);
+            return true;
+        }
+        std::byte* next = b + have;
+        if (tags::is_in_use(next) || have + tags::size(next) < need) return false;
+        const std::size_t total = have + tags::size(next);
+        Index::remove(h.index, tags::payload_of(next), tags::size(next));
+        tags::mark_used(b, total, tags::head(b) & tags::prev_in_use);
+        trim(h, b, need);
+        return true;
+    }
+
+    // Takes the free block at b out of the index (its span is being released).
+    static void take_free_block(header_type& h, std::byte* b) noexcept {
+        Index::remove(h.index, tags::payload_of(b), tags::size(b));
+        tags::head(b) |= tags::in_use;
     }
 
     // Makes [base, base+n) one free block closed by an in-use fence, so merges
@@ -130,7 +193,19 @@ struct simultaneous {
     }
 
 private:
-    static void merge(header_type& h, std::byte* p) noexcept {
+    // Cuts the in-use block b down to `need` bytes when the rest can live on its
+    // own; the rest is freed (merged with a free block after it).
+    static void trim(header_type& h, std::byte* b, std::size_t need) noexcept {
+        const std::size_t have = tags::size(b);
+        if (have - need < min_block) return;
+        tags::mark_used(b, need, tags::head(b) & tags::prev_in_use);
+        std::byte* rest = b + need;
+        tags::mark_used(rest, have - need, tags::prev_in_use);
+        merge(h, tags::payload_of(rest), ignore_free_block{});
+    }
+
+    template <class OnFree>
+    static void merge(header_type& h, std::byte* p, OnFree&& on_free) noexcept {
         std::byte* b = tags::block_of(p);
         std::size_t s = tags::size(b);
         if (!(tags::head(b) & tags::prev_in_use)) {
@@ -150,6 +225,7 @@ private:
         }
         tags::mark_free(b, s, tags::prev_in_use);   // the block before a free block is always in use
         Index::deallocate(h.index, tags::payload_of(b), s);
+        on_free(b, s);
     }
 };
 

@@ -38,6 +38,7 @@
 #include <utility>
 
 #include <allotheque/layers/heap_concept.hpp>
+#include <allotheque/layers/layer.hpp>
 #include <allotheque/request.hpp>
 
 // Explicit call-site forms (same effect as the default source_location argument).
@@ -67,10 +68,9 @@ struct source_location {
 #endif
 
 template <class H>
-class checked {
-    static_assert(heap<H>,
-                  "allotheque::layers::checked<H>: H does not satisfy allotheque::layers::heap (needs allocate(r), "
-                  "try_allocate(r), deallocate(p, r), good_size(n, a) and H::max_alignment)");
+class checked : public layer<checked<H>, H> {
+    using base = layer<checked<H>, H>;
+    using base::parent_;
 
     struct site {
         const char* file = "?";
@@ -86,16 +86,8 @@ public:
     static constexpr std::size_t kCanary = 16;
     static constexpr unsigned char canary_byte = 0xA5, fresh_byte = 0xCD, freed_byte = 0xDD;
 
-    using parent_type = H;
-    static constexpr std::size_t max_alignment = H::max_alignment;
     static constexpr std::size_t granularity = 1;   // good_size is exact
-    static constexpr bool locality_aware = locality_aware_of<H>;
-
-    checked() = default;
-    template <class... Args>
-    explicit checked(std::in_place_t, Args&&... args) : parent_(std::forward<Args>(args)...) {}
-    checked(const checked&) = delete;
-    checked& operator=(const checked&) = delete;
+    using base::base;
 
     std::size_t good_size(std::size_t n, std::size_t a = 0) const noexcept {
         if (n > std::numeric_limits<std::size_t>::max() - kCanary) return 0;
@@ -183,22 +175,14 @@ public:
         freed_.clear();
         parent_.deallocate_all();
     }
-    auto stats() const
-        requires has_stats<H>
-    {
-        return parent_.stats();
-    }
-    const void* last_allocation() const noexcept
-        requires has_last_allocation<H>
-    {
-        return parent_.last_allocation();
+    // Exactly what was asked (the canary follows): 0 for a pointer that is not live.
+    std::size_t usable_size(const void* p) const noexcept {
+        auto it = live_.find(p);
+        return it == live_.end() ? 0 : it->second.size;
     }
     // Exact: whether p is a live block of this heap.
     bool owns(const void* p) const noexcept { return live_.contains(p); }
     std::size_t live_blocks() const noexcept { return live_.size(); }
-
-    H& parent() noexcept { return parent_; }
-    const H& parent() const noexcept { return parent_; }
 
 private:
     void check_canary(const unsigned char* p, const block& b, const source_location& loc,
@@ -229,7 +213,6 @@ private:
         std::abort();
     }
 
-    H parent_;
     std::unordered_map<const void*, block> live_;
     std::unordered_map<const void*, block> freed_;   // freed and not handed out again
 };

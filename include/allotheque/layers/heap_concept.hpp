@@ -8,8 +8,10 @@
 //   ch.good_size(n, a) -> size_t   the usable size serving (n, a), 0 = cannot serve
 //   H::max_alignment               the largest alignment a request may ask for
 // Optional, forwarded by a layer only when its parent has them (requires-guarded
-// members): deallocate_all(), stats(), last_allocation(), owns(p),
-// deallocate_run(ps, n, r), and the constants granularity / locality_aware.
+// members): deallocate(p) without a size, usable_size(p), deallocate_all(),
+// deallocate_run(ps, n, r), trim(), stats(), last_allocation(), owns(p),
+// owner_of(p) / set_owner_tag(tag) (which heap holds a block: per_thread needs
+// them), try_resize, and the constants granularity / locality_aware.
 #pragma once
 #include <concepts>
 #include <cstddef>
@@ -43,6 +45,23 @@ concept has_owns = requires(const H& h, const void* p) {
 template <class H>
 concept has_deallocate_run = requires(H& h, void* const* ps, std::size_t n, const request& r) {
     h.deallocate_run(ps, n, r);
+};
+template <class H>
+concept has_unsized_deallocate = requires(H& h, void* p) { h.deallocate(p); };
+template <class H>
+concept has_usable_size = requires(const H& h, const void* p) {
+    { h.usable_size(p) } -> std::convertible_to<std::size_t>;
+};
+template <class H>
+concept has_trim = requires(H& h) {
+    { h.trim() } -> std::convertible_to<std::size_t>;
+};
+// Which heap holds a block: owner_of(p) answers for any heap of its kind, and
+// set_owner_tag(tag) chooses what this heap's blocks answer.
+template <class H>
+concept has_owner = requires(H& h, const void* p) {
+    { H::owner_of(p) } -> std::convertible_to<const void*>;
+    h.set_owner_tag(p);
 };
 
 // Constants with fallbacks: granularity 1 and locality_aware false when absent.

@@ -1,6 +1,7 @@
 // `locked<H, Mutex>`: one heap shared by threads behind a lock (Heap Layers'
 // LockedHeap). Every operation, including the forwarded optional ones
-// (deallocate_all, stats, last_allocation, owns, deallocate_run), takes the lock
+// (deallocate(p), usable_size, deallocate_run, deallocate_all, trim, stats,
+// last_allocation, owns, set_owner_tag), takes the lock
 // for its whole duration, so the parent needs no thread safety of its own.
 //
 // Thread safety: every member may be called concurrently from any thread, except
@@ -14,90 +15,97 @@
 #include <new>
 #include <utility>
 
-#include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/layers/heap_concept.hpp>
+#include <allotheque/layers/layer.hpp>
 #include <allotheque/request.hpp>
 
 namespace allotheque::layers {
 
 template <class H, class Mutex = std::mutex>
-class locked : public detail::throwing_allocate<locked<H, Mutex>> {
-    static_assert(heap<H>,
-                  "allotheque::layers::locked<H>: H does not satisfy allotheque::layers::heap (needs allocate(r), "
-                  "try_allocate(r), deallocate(p, r), good_size(n, a) and H::max_alignment)");
+class locked : public layer<locked<H, Mutex>, H> {
+    using base = layer<locked<H, Mutex>, H>;
 
 public:
-    using parent_type = H;
     using mutex_type = Mutex;
-    static constexpr std::size_t max_alignment = H::max_alignment;
-    static constexpr std::size_t granularity = granularity_of<H>;
-    static constexpr bool locality_aware = locality_aware_of<H>;
-
-    locked() = default;
-    template <class... Args>
-    explicit locked(std::in_place_t, Args&&... args) : parent_(std::forward<Args>(args)...) {}
-    locked(const locked&) = delete;
-    locked& operator=(const locked&) = delete;
-
-    std::size_t good_size(std::size_t n, std::size_t a = 0) const noexcept {
-        return parent_.good_size(n, a);   // a pure function of its arguments in every heap: no lock
-    }
+    using base::base;
 
     template <request_like R = request>
     [[nodiscard]] void* try_allocate(const R& r) noexcept {
         std::lock_guard g(mutex_);
-        return parent_.try_allocate(r);
+        return this->parent_.try_allocate(r);
     }
     void deallocate(void* p, const request& r) noexcept {
         if (!p) return;
         std::lock_guard g(mutex_);
-        parent_.deallocate(p, r);
+        this->parent_.deallocate(p, r);
     }
-
+    void deallocate(void* p) noexcept
+        requires has_unsized_deallocate<H>
+    {
+        if (!p) return;
+        std::lock_guard g(mutex_);
+        this->parent_.deallocate(p);
+    }
+    std::size_t usable_size(const void* p) const noexcept
+        requires has_usable_size<H>
+    {
+        std::lock_guard g(mutex_);
+        return this->parent_.usable_size(p);
+    }
     void deallocate_run(void* const* ps, std::size_t n, const request& r) noexcept
         requires has_deallocate_run<H>
     {
         std::lock_guard g(mutex_);
-        parent_.deallocate_run(ps, n, r);
+        this->parent_.deallocate_run(ps, n, r);
     }
     void deallocate_all() noexcept
         requires has_deallocate_all<H>
     {
         std::lock_guard g(mutex_);
-        parent_.deallocate_all();
+        this->parent_.deallocate_all();
+    }
+    std::size_t trim() noexcept
+        requires has_trim<H>
+    {
+        std::lock_guard g(mutex_);
+        return this->parent_.trim();
     }
     auto stats() const
         requires has_stats<H>
     {
         std::lock_guard g(mutex_);
-        return parent_.stats();
+        return this->parent_.stats();
     }
     const void* last_allocation() const noexcept
         requires has_last_allocation<H>
     {
         std::lock_guard g(mutex_);
-        return parent_.last_allocation();
+        return this->parent_.last_allocation();
     }
     bool owns(const void* p) const noexcept
         requires has_owns<H>
     {
         std::lock_guard g(mutex_);
-        return parent_.owns(p);
+        return this->parent_.owns(p);
+    }
+    void set_owner_tag(const void* tag) noexcept
+        requires has_owner<H>
+    {
+        std::lock_guard g(mutex_);
+        this->parent_.set_owner_tag(tag);
     }
 
     // Runs f(parent) under the lock: several operations in one critical section.
     template <class F>
     decltype(auto) with_lock(F&& f) {
         std::lock_guard g(mutex_);
-        return std::forward<F>(f)(parent_);
+        return std::forward<F>(f)(this->parent_);
     }
-    // The parent without the lock: only while no other thread uses this heap.
-    H& parent() noexcept { return parent_; }
-    const H& parent() const noexcept { return parent_; }
+    // parent() (from the base) hands out the parent without the lock: only
+    // while no other thread uses this heap.
 
 private:
     mutable Mutex mutex_;
-    H parent_;
 };
 
 } // namespace allotheque::layers

@@ -1,33 +1,39 @@
 // `per_thread<H>`: one heap of type H per thread (Heap Layers' ThreadHeap,
-// mimalloc/snmalloc-style remote frees). A thread's heap is created on its first
-// allocation through this object and serves that thread without any lock.
+// mimalloc/snmalloc-style remote frees). A thread's heap is created on its
+// first allocation through this object and serves that thread without any lock.
 //
-// Blocks carry a 16-byte header just before the user pointer (more when the
-// request asks for an alignment above 16: the header then takes `alignment`
-// bytes) recording the owning heap. Freeing:
+// Ownership is an implicit attribute of a span: each thread's heap tags the
+// spans it holds with its slot (set_owner_tag), and H::owner_of(p) reads the
+// tag back from the page map, so blocks carry no header. Freeing:
 //   - on the owning thread: straight back into its heap;
-//   - on any other thread: the block is pushed onto the owner's lock-free remote
-//     free list (a Treiber stack threaded through the freed blocks' headers, which
-//     then hold the link and the request's size and alignment); the owner drains
-//     the whole list with one exchange at its next allocation (or collect()).
-// The header approach works over any parent heap (no page map, no owns() or
-// address ranges needed) at 16 bytes per block.
+//   - on any other thread: the block is pushed onto the owner's lock-free
+//     remote-free list (a Treiber stack threaded through the freed blocks,
+//     which then hold the link and the request's size and alignment); the
+//     owner drains the whole list with one exchange at its next allocation (or
+//     collect()). Every request asks H for at least 16 bytes, the room that
+//     record needs.
 //
 // Lifetime: heaps live in a registry owned by the per_thread object and are
 // destroyed with it, never with their thread, so a block may outlive the thread
-// that allocated it. When a thread exits its heap is marked orphaned (remote
-// frees keep arriving on its list); the next thread to start allocating adopts
-// an orphaned heap, drains it and reuses its memory, so thread churn does not
-// grow the registry beyond the peak number of concurrent threads.
+// that allocated it. When a thread exits, its heap gives its free spans back
+// (trim, when H has it) and is marked orphaned (remote frees keep arriving on
+// its list); the next thread to start allocating adopts an orphaned heap,
+// drains it and reuses its memory, so thread churn does not grow the registry
+// beyond the peak number of concurrent threads.
+// A thread that allocates or frees while its thread-local objects are being
+// destroyed (a thread_local container destroyed after this layer's cache)
+// frees as a remote thread would, and allocates by borrowing an orphaned heap
+// for the one call: it never reaches a heap another thread may have adopted.
 //
 // Thread safety: allocate, try_allocate, deallocate, good_size, collect,
 // last_allocation, stats (this thread's heap) and remote_frees may be called
 // from any thread concurrently; a block may be freed on any thread.
-// deallocate_all, collect_all, for_each_heap and the destructor need quiescence: no other
-// thread may be using this object. The object must outlive all use by threads.
-// H itself needs no thread safety: only one thread uses a heap at a time.
-// Cost: a thread_local lookup (one compare on the fast path) per call, 16 bytes
-// per block; a remote free is one CAS on the owner's list.
+// deallocate_all, collect_all, for_each_heap and the destructor need
+// quiescence: no other thread may be using this object. The object must
+// outlive all use by threads. H itself needs no thread safety: only one thread
+// uses a heap at a time.
+// Cost: a thread_local lookup (one compare on the fast path) per call and a
+// page-map lookup per free; a remote free is one CAS on the owner's list.
 #pragma once
 #include <atomic>
 #include <bit>
@@ -41,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include <allotheque/detail/fail.hpp>
 #include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/layers/heap_concept.hpp>
 #include <allotheque/request.hpp>
@@ -52,23 +59,25 @@ class per_thread : public detail::throwing_allocate<per_thread<H>> {
     static_assert(heap<H>,
                   "allotheque::layers::per_thread<H>: H does not satisfy allotheque::layers::heap (needs allocate(r), "
                   "try_allocate(r), deallocate(p, r), good_size(n, a) and H::max_alignment)");
+    static_assert(has_owner<H>,
+                  "allotheque::layers::per_thread<H>: H must say which heap holds a block (static owner_of(p) and "
+                  "set_owner_tag(tag)): allotheque::heap and block_heap do, through the page map, and every layer "
+                  "forwards them");
     static_assert(std::default_initializable<H>,
                   "allotheque::layers::per_thread<H>: heaps are created lazily, so H must be default-constructible");
 
-    struct slot;
-    // Live block: link = the owning slot. On a remote list: link = next header,
-    // word = (request size << 8) | log2(parent alignment) (0 for natural).
-    struct header {
-        std::uintptr_t link;
+    // A block on a remote list: link = next record, word = (request size << 8)
+    // | log2(alignment) (0 for natural).
+    struct remote_record {
+        remote_record* next;
         std::uint64_t word;
     };
-    static constexpr std::size_t header_bytes = sizeof(header);
-    static_assert(header_bytes == 16);
+    static constexpr std::size_t min_request = sizeof(remote_record);
 
     struct slot {
         std::optional<H> heap;
-        std::atomic<header*> remote{nullptr};
-        std::atomic<bool> orphaned{false};   // its thread exited; free for adoption
+        std::atomic<remote_record*> remote{nullptr};
+        std::atomic<bool> orphaned{false};   // no thread uses it; free for adoption
         std::atomic<bool> retired{false};    // the per_thread object is gone
         std::atomic<std::size_t> remote_frees{0};
     };
@@ -76,34 +85,52 @@ class per_thread : public detail::throwing_allocate<per_thread<H>> {
         std::uint64_t id;
         std::shared_ptr<slot> s;
     };
-    struct tls_cache {
+    struct tls_cache;
+    // Trivially destructible, so it stays readable while the thread's other
+    // thread_local objects are destroyed, whatever their order.
+    struct tls_state {
         std::uint64_t last_id = 0;
         slot* last = nullptr;
+        tls_cache* cache = nullptr;
+        bool dead = false;   // the cache is gone: this thread no longer has heaps
+    };
+    static tls_state& tls() noexcept {
+        static thread_local constinit tls_state t;
+        return t;
+    }
+    struct tls_cache {
         std::vector<tls_entry> entries;
         ~tls_cache() {
-            for (auto& e : entries) e.s->orphaned.store(true, std::memory_order_release);
+            tls_state& t = tls();
+            t.dead = true;
+            t.cache = nullptr;
+            t.last = nullptr;
+            t.last_id = 0;
+            for (auto& e : entries)
+                if (!e.s->retired.load(std::memory_order_acquire)) orphan(*e.s);
         }
     };
-    static tls_cache& cache() noexcept {
+    static tls_cache& cache() {
         static thread_local tls_cache c;
+        tls().cache = &c;
         return c;
     }
     static std::uint64_t next_id() noexcept {
         static std::atomic<std::uint64_t> n{0};
         return n.fetch_add(1, std::memory_order_relaxed) + 1;
     }
+    static void orphan(slot& s) noexcept {
+        if constexpr (has_trim<H>) s.heap->trim();
+        s.orphaned.store(true, std::memory_order_release);
+    }
 
-    // The header size and the alignment asked of the parent for alignment a.
-    struct shape {
-        std::size_t hdr, parent_alignment;
-        bool ok;
-    };
-    static constexpr shape shape_of(std::size_t a) noexcept {
-        if (a != 0 && (a & (a - 1)) != 0) return {0, 0, false};
-        if (a > H::max_alignment) return {0, 0, false};
-        if (a <= 8) return {header_bytes, 0, true};
-        if (a <= header_bytes) return {header_bytes, a, true};
-        return {a, a, true};
+    static constexpr bool ok_alignment(std::size_t a) noexcept {
+        return (a == 0 || (a & (a - 1)) == 0) && a <= H::max_alignment;
+    }
+    static constexpr request parent_request(const request& r) noexcept {
+        request q = r;
+        if (q.size < min_request) q.size = min_request;
+        return q;
     }
 
 public:
@@ -127,52 +154,43 @@ public:
     }
 
     std::size_t good_size(std::size_t n, std::size_t a = 0) const noexcept {
-        const shape sh = shape_of(a);
-        if (!sh.ok || n > max_size) return 0;
-        std::size_t g = 0;
-        if constexpr (requires { H::good_size(n, a); }) {
-            g = H::good_size(n + sh.hdr, sh.parent_alignment);   // static in allotheque::heap
-        } else {   // a layer: ask this thread's heap (created if need be)
-            const slot* s = mine_or_new();
-            if (!s) return 0;
-            g = std::as_const(*s->heap).good_size(n + sh.hdr, sh.parent_alignment);
+        if (!ok_alignment(a) || n > max_size) return 0;
+        const std::size_t m = n < min_request ? min_request : n;
+        if constexpr (requires { H::good_size(m, a); }) {
+            return H::good_size(m, a);   // static in allotheque::heap
+        } else {   // a layer: ask this thread's heap (created if need be), or any heap
+            if (const slot* s = mine_or_new()) return std::as_const(*s->heap).good_size(m, a);
+            std::lock_guard g(registry_lock_);
+            return slots_.empty() ? 0 : std::as_const(*slots_.front()->heap).good_size(m, a);
         }
-        return g == 0 ? 0 : g - sh.hdr;
     }
 
     template <request_like R = request>
     [[nodiscard]] void* try_allocate(const R& r) noexcept {
-        const shape sh = shape_of(r.alignment);
-        if (!sh.ok || r.size > max_size) return nullptr;
-        slot* s = mine_or_new();
-        if (!s) return nullptr;
-        if (s->remote.load(std::memory_order_relaxed) != nullptr) drain(*s);
+        if (!ok_alignment(r.alignment) || r.size > max_size) return nullptr;
         R q = r;
-        q.size = r.size + sh.hdr;
-        q.alignment = sh.parent_alignment;
-        auto* base = static_cast<std::byte*>(s->heap->try_allocate(q));
-        if (!base) return nullptr;
-        std::byte* user = base + sh.hdr;
-        ::new (static_cast<void*>(user - header_bytes)) header{reinterpret_cast<std::uintptr_t>(s), 0};
-        return user;
+        if (q.size < min_request) q.size = min_request;
+        if (slot* s = mine_or_new()) {
+            if (s->remote.load(std::memory_order_relaxed) != nullptr) drain(*s);
+            return s->heap->try_allocate(q);
+        }
+        return borrowed_allocate(q);
     }
 
     void deallocate(void* p, const request& r) noexcept {
         if (!p) return;
-        const shape sh = shape_of(r.alignment);
-        auto* user = static_cast<std::byte*>(p);
-        auto* h = std::launder(reinterpret_cast<header*>(user - header_bytes));
-        auto* owner = reinterpret_cast<slot*>(h->link);
+        auto* owner = static_cast<slot*>(const_cast<void*>(H::owner_of(p)));
+        const request q = parent_request(r);
         if (owner == mine()) {
-            owner->heap->deallocate(user - sh.hdr, request{r.size + sh.hdr, nullptr, sh.parent_alignment});
+            owner->heap->deallocate(p, q);
             return;
         }
-        const unsigned code = sh.parent_alignment == 0 ? 0u : static_cast<unsigned>(std::countr_zero(sh.parent_alignment));
-        h->word = (static_cast<std::uint64_t>(r.size) << 8) | code;
-        header* head = owner->remote.load(std::memory_order_relaxed);
+        if (!owner) detail::fail("allotheque::layers::per_thread", "deallocate of a pointer no heap holds", p);
+        auto* rec = ::new (p) remote_record{nullptr, (static_cast<std::uint64_t>(q.size) << 8) | code_of(q.alignment)};
+        remote_record* head = owner->remote.load(std::memory_order_relaxed);
         do {
-            h->link = reinterpret_cast<std::uintptr_t>(head);
-        } while (!owner->remote.compare_exchange_weak(head, h, std::memory_order_release, std::memory_order_relaxed));
+            rec->next = head;
+        } while (!owner->remote.compare_exchange_weak(head, rec, std::memory_order_release, std::memory_order_relaxed));
         owner->remote_frees.fetch_add(1, std::memory_order_relaxed);
     }
 
@@ -195,6 +213,15 @@ public:
     {
         const slot* s = mine();
         return s ? s->heap->last_allocation() : nullptr;
+    }
+    // This thread's heap gives its free pages back (see heap::trim).
+    std::size_t trim() noexcept
+        requires has_trim<H>
+    {
+        slot* s = mine();
+        if (!s) return 0;
+        drain(*s);
+        return s->heap->trim();
     }
     // Quiescent only: drops every block of every thread's heap.
     void deallocate_all() noexcept
@@ -231,29 +258,35 @@ public:
     }
 
 private:
-    // This thread's slot, or nullptr when it has not allocated through this object.
+    static unsigned code_of(std::size_t a) noexcept { return a == 0 ? 0u : static_cast<unsigned>(std::countr_zero(a)); }
+
+    // This thread's slot, or nullptr when it has not allocated through this
+    // object (or its thread-local state is being destroyed).
     slot* mine() const noexcept {
-        tls_cache& c = cache();
-        if (c.last_id == id_) return c.last;
-        for (auto& e : c.entries)
+        tls_state& t = tls();
+        if (t.last_id == id_) return t.last;
+        if (!t.cache) return nullptr;
+        for (auto& e : t.cache->entries)
             if (e.id == id_) {
-                c.last_id = id_;
-                c.last = e.s.get();
-                return c.last;
+                t.last_id = id_;
+                t.last = e.s.get();
+                return t.last;
             }
         return nullptr;
     }
     slot* mine_or_new() const noexcept {
         if (slot* s = mine()) return s;
+        if (tls().dead) return nullptr;
         try {
             tls_cache& c = cache();
             std::erase_if(c.entries, [](const tls_entry& e) { return e.s->retired.load(std::memory_order_acquire); });
             c.entries.reserve(c.entries.size() + 1);
             std::shared_ptr<slot> s = adopt_or_create();
             c.entries.push_back({id_, s});
-            c.last_id = id_;
-            c.last = s.get();
-            return c.last;
+            tls_state& t = tls();
+            t.last_id = id_;
+            t.last = s.get();
+            return t.last;
         } catch (...) {
             return nullptr;
         }
@@ -266,22 +299,34 @@ private:
         }
         auto s = std::make_shared<slot>();
         s->heap.emplace();
+        s->heap->set_owner_tag(s.get());
         slots_.reserve(slots_.size() + 1);
         slots_.push_back(s);
         return s;
     }
+    // A thread whose thread-local state is gone: one allocation from an
+    // orphaned heap taken and given back around it (or a new one, orphaned after).
+    void* borrowed_allocate(const request& q) noexcept {
+        std::shared_ptr<slot> s;
+        try {
+            s = adopt_or_create();
+        } catch (...) {
+            return nullptr;
+        }
+        drain(*s);
+        void* p = s->heap->try_allocate(q);
+        s->orphaned.store(true, std::memory_order_release);
+        return p;
+    }
     // Owner only: gives every remotely freed block back to the heap.
     static void drain(slot& s) noexcept {
-        header* h = s.remote.exchange(nullptr, std::memory_order_acquire);
-        while (h) {
-            auto* next = reinterpret_cast<header*>(h->link);
-            const std::size_t size = static_cast<std::size_t>(h->word >> 8);
-            const unsigned code = static_cast<unsigned>(h->word & 0xff);
-            const std::size_t pa = code == 0 ? 0 : std::size_t{1} << code;
-            const std::size_t hdr = pa > header_bytes ? pa : header_bytes;
-            std::byte* user = reinterpret_cast<std::byte*>(h) + header_bytes;
-            s.heap->deallocate(user - hdr, request{size + hdr, nullptr, pa});
-            h = next;
+        remote_record* rec = s.remote.exchange(nullptr, std::memory_order_acquire);
+        while (rec) {
+            remote_record* next = rec->next;
+            const std::size_t size = static_cast<std::size_t>(rec->word >> 8);
+            const unsigned code = static_cast<unsigned>(rec->word & 0xff);
+            s.heap->deallocate(rec, request{size, nullptr, code == 0 ? 0 : std::size_t{1} << code});
+            rec = next;
         }
     }
 

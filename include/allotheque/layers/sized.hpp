@@ -17,6 +17,10 @@
 //
 // Cost: 16 bytes per block plus H's rounding of (n + 16). Not thread-safe (H is
 // not): put a lock around it. Failure: allocate returns nullptr, never throws.
+// Misuse: with a heap that can say what it holds (owns(p), usable_size(p): the
+// heaps on the back end's page map), deallocate and usable_size of a pointer H
+// does not hold, or whose header does not describe a block of that size (a
+// second free: the header is overwritten by H's free list), abort with a message.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +29,7 @@
 #include <utility>
 
 #include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/fail.hpp>
 #include <allotheque/layers/heap_concept.hpp>
 #include <allotheque/request.hpp>
 
@@ -75,14 +80,14 @@ public:
 
     void deallocate(void* p) noexcept {
         if (!p) return;
-        const header h = header_of(p);
+        const header h = checked_header(p, "deallocate(p)");
         parent_.deallocate(static_cast<std::byte*>(p) - h.offset, request{h.request, nullptr, 16});
     }
 
     // Bytes usable at p: what H really gave for the recorded request, minus the offset.
     std::size_t usable_size(const void* p) const noexcept {
         if (!p) return 0;
-        const header& h = header_of(p);
+        const header h = checked_header(p, "usable_size(p)");
         return parent_.good_size(h.request, 16) - h.offset;
     }
 
@@ -90,6 +95,29 @@ public:
     const H& parent() const noexcept { return parent_; }
 
 private:
+    // The header of p, checked as far as H can tell: that p lies in a block H
+    // holds (before the header is read: a foreign pointer may have none), and
+    // that the header describes a block H handed out with that size. A freed
+    // block's header is overwritten by H's free-list link, so a second free
+    // fails the size check instead of freeing garbage.
+    header checked_header(const void* p, const char* what) const noexcept {
+        // The header's address, not p: p may be one past a block's end (n == 0).
+        if constexpr (has_owns<H>)
+            if (!parent_.owns(static_cast<const std::byte*>(p) - header_bytes))
+                detail::fail("allotheque::layers::sized", "a pointer this heap did not hand out", what, p);
+        const header h = header_of(p);
+        if (h.offset < header_bytes || h.offset > h.request || h.request > max_size + h.offset ||
+            detail::address_of(p) % min_alignment != 0)
+            detail::fail("allotheque::layers::sized", "double free or a corrupted block header", what, p);
+        if constexpr (has_owns<H> && has_usable_size<H>) {
+            const void* base = static_cast<const std::byte*>(p) - h.offset;
+            const std::size_t g = parent_.good_size(h.request, 16);
+            if (g == 0 || !parent_.owns(base) || parent_.usable_size(base) < g)
+                detail::fail("allotheque::layers::sized", "double free or a corrupted block header", what, p);
+        }
+        return h;
+    }
+
     H parent_;
 };
 

@@ -38,8 +38,8 @@
 #include <type_traits>
 #include <utility>
 
-#include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/layers/heap_concept.hpp>
+#include <allotheque/layers/layer.hpp>
 #include <allotheque/request.hpp>
 
 namespace allotheque::layers {
@@ -81,10 +81,9 @@ inline constexpr unsigned bucket_of(std::size_t n) noexcept {
 } // namespace detail_stats
 
 template <class H, unsigned Flags = stats_flags::all>
-class stats_collector : public detail::throwing_allocate<stats_collector<H, Flags>> {
-    static_assert(heap<H>,
-                  "allotheque::layers::stats<H>: H does not satisfy allotheque::layers::heap (needs allocate(r), "
-                  "try_allocate(r), deallocate(p, r), good_size(n, a) and H::max_alignment)");
+class stats_collector : public layer<stats_collector<H, Flags>, H> {
+    using base = layer<stats_collector<H, Flags>, H>;
+    using base::parent_;
     static_assert((Flags & ~stats_flags::all) == 0, "allotheque::layers::stats: unknown flag");
 
     static constexpr bool k_calls = (Flags & stats_flags::count_calls) != 0;
@@ -97,19 +96,8 @@ class stats_collector : public detail::throwing_allocate<stats_collector<H, Flag
     };
 
 public:
-    using parent_type = H;
     static constexpr unsigned flags = Flags;
-    static constexpr std::size_t max_alignment = H::max_alignment;
-    static constexpr std::size_t granularity = granularity_of<H>;
-    static constexpr bool locality_aware = locality_aware_of<H>;
-
-    stats_collector() = default;
-    template <class... Args>
-    explicit stats_collector(std::in_place_t, Args&&... args) : parent_(std::forward<Args>(args)...) {}
-    stats_collector(const stats_collector&) = delete;
-    stats_collector& operator=(const stats_collector&) = delete;
-
-    std::size_t good_size(std::size_t n, std::size_t a = 0) const noexcept { return parent_.good_size(n, a); }
+    using base::base;
 
     template <request_like R = request>
     [[nodiscard]] void* try_allocate(const R& r) noexcept {
@@ -131,7 +119,7 @@ public:
     {
         for (std::size_t i = 0; i < n; ++i)
             if (ps[i]) on_deallocate(r.size);
-        parent_.deallocate_run(ps, n, r);
+        parent_.deallocate_run(ps, n, r);   // counted above: the parent's run stays one pass
     }
     // Live bytes drop to 0; counts, peaks and the histogram are kept.
     void deallocate_all() noexcept
@@ -140,17 +128,6 @@ public:
         if constexpr (k_live) live_.bytes = 0;
         parent_.deallocate_all();
     }
-    const void* last_allocation() const noexcept
-        requires has_last_allocation<H>
-    {
-        return parent_.last_allocation();
-    }
-    bool owns(const void* p) const noexcept
-        requires has_owns<H>
-    {
-        return parent_.owns(p);
-    }
-
     stats_report stats() const noexcept {
         stats_report s;
         if constexpr (k_calls) {
@@ -237,9 +214,6 @@ public:
         return out;
     }
 
-    H& parent() noexcept { return parent_; }
-    const H& parent() const noexcept { return parent_; }
-
 private:
     void on_allocate(std::size_t n) noexcept {
         if constexpr (k_calls) ++calls_.allocations;
@@ -252,7 +226,6 @@ private:
         if constexpr (k_live) live_.bytes -= n;
     }
 
-    H parent_;
     [[no_unique_address]] std::conditional_t<k_calls, detail_stats::calls, detail_stats::no_calls> calls_;
     [[no_unique_address]] std::conditional_t<k_live, detail_stats::live, detail_stats::no_live> live_;
     [[no_unique_address]] std::conditional_t<k_hist, detail_stats::histogram, detail_stats::no_histogram> hist_;

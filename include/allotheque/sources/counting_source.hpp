@@ -11,6 +11,8 @@ namespace allotheque {
 template <source Upstream>
 class counting_source {
 public:
+    static constexpr bool zeroed = source_zeroed<Upstream>;
+
     counting_source() = default;
     explicit counting_source(Upstream up) : up_(static_cast<Upstream&&>(up)) {}
 
@@ -31,16 +33,25 @@ public:
         up_.deallocate(p, n);
     }
 
+    // Decommitted pages stay counted: the range is still held from the source.
+    bool decommit(void* p, std::size_t n) noexcept
+        requires decommitting_source<Upstream>
+    {
+        ++decommits_;
+        return up_.decommit(p, n);
+    }
+
     std::size_t bytes() const noexcept { return bytes_; }
     std::size_t peak_bytes() const noexcept { return peak_; }
     std::size_t allocations() const noexcept { return allocations_; }
     std::size_t deallocations() const noexcept { return deallocations_; }
     std::size_t refusals() const noexcept { return refusals_; }
+    std::size_t decommits() const noexcept { return decommits_; }
     Upstream& upstream() noexcept { return up_; }
 
 private:
     [[no_unique_address]] Upstream up_{};
-    std::size_t bytes_ = 0, peak_ = 0, allocations_ = 0, deallocations_ = 0, refusals_ = 0;
+    std::size_t bytes_ = 0, peak_ = 0, allocations_ = 0, deallocations_ = 0, refusals_ = 0, decommits_ = 0;
 };
 
 } // namespace allotheque

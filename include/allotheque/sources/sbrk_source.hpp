@@ -1,15 +1,18 @@
-// sbrk as long as the break can grow, mmap after that: the Lea allocator's
-// choice and the paper's, because consecutive requests land next to each other.
+// sbrk as long as the break can grow, mmap after that: the Lea allocator's and
+// the paper's choice, because consecutive requests land next to each other.
 //
-// The program break is process-wide, so every sbrk_source shares one arena
-// behind a mutex. That mutex cannot cover the C library: glibc's malloc also
-// moves the break (main arena), so a program whose threads use glibc malloc
-// while another thread refills an sbrk_source heap races on the break. Use
-// mmap_source for heaps shared by threads (layers::locked, per_thread) in
-// programs that also call malloc. A range given back at the top of the break shrinks it; one
-// given back below the top is kept on a free list (its header written in the
-// range itself) for the next request that fits, since the break cannot have
-// holes returned to the system.
+// It must own the program break ALONE. glibc's malloc moves the break too
+// (its main arena), and a program whose threads call glibc's malloc while a
+// heap on this source refills races on the break and corrupts glibc's heap.
+// Use it only where nothing else calls brk/sbrk: a program whose malloc is
+// allotheque's own, or one linked with a malloc that never uses the break.
+// arena_source (the default) gives the same adjacency without the break.
+//
+// Ranges given back are merged with free neighbours and reused (best fit,
+// lowest address first); when the free range at the top of what this source
+// took reaches the current break, the break moves back down. Free pages below
+// the top are decommitted (madvise) so they leave the resident set.
+// Thread-safe: every sbrk_source shares one state behind a mutex.
 #pragma once
 #include <sys/mman.h>
 #include <unistd.h>
@@ -17,7 +20,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <new>
 
+#include <allotheque/backend/range_set.hpp>
+#include <allotheque/backend/record_pool.hpp>
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/sources/mmap_source.hpp>
 #include <allotheque/sources/source.hpp>
@@ -25,75 +31,93 @@
 namespace allotheque {
 
 class sbrk_source {
-    struct free_range {
-        free_range* next;
-        std::size_t size;
-    };
-    struct arena {
-        std::mutex lock;
-        std::uintptr_t base = 0, top = 0;   // what this process took with sbrk
-        free_range* free = nullptr;
-        bool exhausted = false;
-    };
-    static arena& shared() noexcept {
-        static arena a;
-        return a;
-    }
-    static bool owns(const arena& a, const void* p) noexcept {
-        auto x = detail::address_of(p);
-        return a.base != 0 && x >= a.base && x < a.top;
-    }
-
 public:
+    static constexpr bool zeroed = true;   // fresh break pages and DONTNEED'd pages read as zero
+    static constexpr bool thread_safe = true;
+
     void* allocate(std::size_t n, const void* near) noexcept {
-        arena& a = shared();
+        state& st = shared();
         {
-            std::lock_guard g(a.lock);
-            for (free_range** f = &a.free; *f; f = &(*f)->next) {
-                if ((*f)->size < n) continue;
-                free_range* r = *f;
-                if (r->size > n) {   // keep the tail on the list
-                    auto* tail = reinterpret_cast<free_range*>(reinterpret_cast<std::byte*>(r) + n);
-                    *tail = {r->next, r->size - n};
-                    *f = tail;
+            std::lock_guard g(st.lock);
+            if (backend::span* f = st.free.best_fit(n)) {
+                std::byte* p = f->base;
+                if (f->bytes == n) {
+                    st.free.erase(f);
+                    st.records.recycle(f);
                 } else {
-                    *f = r->next;
+                    st.free.shrink_front(f, n);
                 }
-                return r;
+                return p;
             }
-            if (!a.exhausted) {
+            if (!st.exhausted) {
                 void* cur = ::sbrk(0);
-                const std::size_t pad = detail::round_up(detail::address_of(cur), detail::page_size) -
-                                        detail::address_of(cur);
+                const std::size_t pad =
+                    detail::round_up(detail::address_of(cur), detail::page_size) - detail::address_of(cur);
                 void* p = ::sbrk(static_cast<std::intptr_t>(n + pad));
                 if (p != reinterpret_cast<void*>(-1)) {
-                    auto start = detail::address_of(p) + pad;
-                    // The C library may move the break too: everything between our first
-                    // range and our highest one counts as ours, but only ranges we handed
-                    // out ever come back, so glibc's blocks in between are never touched.
-                    if (a.base == 0) a.base = start;
-                    if (start + n > a.top) a.top = start + n;
+                    const std::uintptr_t start = detail::address_of(p) + pad;
+                    if (st.base == 0) st.base = start;
+                    if (start + n > st.top) st.top = start + n;
                     return reinterpret_cast<void*>(start);
                 }
-                a.exhausted = true;
+                st.exhausted = true;
             }
         }
         return mmap_source{}.allocate(n, near);
     }
 
     void deallocate(void* p, std::size_t n) noexcept {
-        arena& a = shared();
-        std::lock_guard g(a.lock);
-        if (!owns(a, p)) return mmap_source{}.deallocate(p, n);
-        if (detail::address_of(p) + n == a.top && detail::address_of(::sbrk(0)) == a.top) {
-            ::sbrk(-static_cast<std::intptr_t>(n));
-            a.top -= n;
+        state& st = shared();
+        std::lock_guard g(st.lock);
+        const std::uintptr_t a = detail::address_of(p);
+        if (st.base == 0 || a < st.base || a >= st.top) return mmap_source{}.deallocate(p, n);
+        backend::span* r = st.records.make(st.meta);
+        if (!r) {   // cannot describe the range: keep it resident-free at least
+            ::madvise(p, n, MADV_DONTNEED);
             return;
         }
-        a.free = ::new (p) free_range{a.free, n};
+        r->base = static_cast<std::byte*>(p);
+        r->bytes = n;
+        r->dirty = n;
+        r = st.free.insert(r, [&st](backend::span* x) noexcept { st.records.recycle(x); });
+        if (detail::address_of(r->end()) == st.top && detail::address_of(::sbrk(0)) == st.top) {
+            // The top of the break is free: move the break back down.
+            st.free.erase(r);
+            if (::sbrk(-static_cast<std::intptr_t>(r->bytes)) != reinterpret_cast<void*>(-1)) {
+                st.top -= r->bytes;
+                st.records.recycle(r);
+                return;
+            }
+            r = st.free.insert(r, [&st](backend::span* x) noexcept { st.records.recycle(x); });
+        }
+        if (::madvise(r->base, r->bytes, MADV_DONTNEED) == 0) st.free.mark_clean(r);
+    }
+
+    bool decommit(void* p, std::size_t n) noexcept { return ::madvise(p, n, MADV_DONTNEED) == 0; }
+
+    // For tests: bytes in free ranges below the top of the break.
+    static std::size_t free_bytes() noexcept {
+        std::lock_guard g(shared().lock);
+        return shared().free.bytes();
+    }
+
+private:
+    struct state {
+        std::mutex lock;
+        std::uintptr_t base = 0, top = 0;   // what this process took with sbrk
+        bool exhausted = false;
+        backend::range_set free;
+        backend::record_pool<backend::span> records;
+        mmap_source meta;
+    };
+    // Never destroyed, like arena_source's state.
+    static state& shared() noexcept {
+        alignas(state) static unsigned char storage[sizeof(state)];
+        static state* s = ::new (static_cast<void*>(storage)) state();
+        return *s;
     }
 };
 
-static_assert(source<sbrk_source>);
+static_assert(source<sbrk_source> && decommitting_source<sbrk_source>);
 
 } // namespace allotheque

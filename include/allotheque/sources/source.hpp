@@ -1,9 +1,20 @@
-// The source concept: where a heap gets system memory.
+// The source concept: where a heap's back end gets system memory.
 //
-// allocate(n, near) returns n bytes (n a multiple of the page size) aligned to
-// a page, or nullptr when the system refuses; `near` is an address the memory
-// should be close to, which a source may ignore. deallocate(p, n) takes back
-// exactly a range allocate returned.
+// Required:
+//   s.allocate(n, near) -> void*   n bytes (n a multiple of the page size),
+//                                  page-aligned, or nullptr when the system
+//                                  refuses; `near` is an address the memory
+//                                  should be close to (a source may ignore it)
+//   s.deallocate(p, n)             takes back exactly a range allocate returned
+// Optional (the back end uses them when present):
+//   S::zeroed                      fresh memory reads as zero (calloc need not clear it)
+//   s.decommit(p, n) -> bool       gives the pages of [p, p+n) (inside a range
+//                                  it handed out) back to the system while the
+//                                  range stays valid and reads as zero
+//                                  afterwards; false: nothing was done
+//   S::thread_safe                 allocate/deallocate may be called from any
+//                                  thread at once (shared sources such as
+//                                  arena_source); heaps need no lock around it
 #pragma once
 #include <concepts>
 #include <cstddef>
@@ -14,6 +25,17 @@ template <class S>
 concept source = requires(S& s, std::size_t n, const void* near, void* p) {
     { s.allocate(n, near) } -> std::same_as<void*>;
     { s.deallocate(p, n) } -> std::same_as<void>;
+};
+
+template <class S>
+inline constexpr bool source_zeroed = false;
+template <class S>
+    requires requires { S::zeroed; }
+inline constexpr bool source_zeroed<S> = S::zeroed;
+
+template <class S>
+concept decommitting_source = source<S> && requires(S& s, void* p, std::size_t n) {
+    { s.decommit(p, n) } -> std::same_as<bool>;
 };
 
 } // namespace allotheque

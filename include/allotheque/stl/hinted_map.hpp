@@ -1,8 +1,9 @@
-// `hinted_map<Key, T, Compare, Heap>`: an ordered map with unique keys whose
-// nodes are allocated next to their tree parent (see hinted_tree.hpp for the
-// mechanism and the memory, copy and move rules). The key is checked before
-// anything is allocated or constructed, so try_emplace and operator[] build
-// the mapped value only for a new key.
+// `hinted_map<Key, T, Compare, Heap, Hint = tree_hint::parent>`: an ordered map
+// with unique keys whose nodes are allocated next to an existing node: the tree
+// parent by default, or the in-order predecessor or successor (see
+// hinted_tree.hpp for the mechanism, the Hint policies and the memory, copy and
+// move rules). The key is checked before anything is allocated or constructed,
+// so try_emplace and operator[] build the mapped value only for a new key.
 #pragma once
 #include <algorithm>
 #include <functional>
@@ -22,9 +23,9 @@ struct pair_first_key {
 };
 } // namespace detail
 
-template <class Key, class T, class Compare, heap_like Heap>
-class hinted_map : public detail::hinted_tree<std::pair<const Key, T>, detail::pair_first_key, Compare, Heap> {
-    using base = detail::hinted_tree<std::pair<const Key, T>, detail::pair_first_key, Compare, Heap>;
+template <class Key, class T, class Compare, heap_like Heap, tree_hint_policy Hint = tree_hint::parent>
+class hinted_map : public detail::hinted_tree<std::pair<const Key, T>, detail::pair_first_key, Compare, Heap, Hint> {
+    using base = detail::hinted_tree<std::pair<const Key, T>, detail::pair_first_key, Compare, Heap, Hint>;
 
 public:
     using key_type = Key;

@@ -1,6 +1,8 @@
-// `hinted_set<Key, Compare, Heap>`: an ordered set of unique keys whose nodes are
-// allocated next to their tree parent (see hinted_tree.hpp for the mechanism
-// and the memory, copy and move rules).
+// `hinted_set<Key, Compare, Heap, Hint = tree_hint::parent>`: an ordered set of
+// unique keys whose nodes are allocated next to an existing node: the tree
+// parent by default, or the in-order predecessor or successor (see
+// hinted_tree.hpp for the mechanism, the Hint policies and the memory, copy and
+// move rules).
 #pragma once
 #include <algorithm>
 #include <functional>
@@ -18,9 +20,9 @@ struct identity_key {
 };
 } // namespace detail
 
-template <class Key, class Compare, heap_like Heap>
-class hinted_set : public detail::hinted_tree<Key, detail::identity_key, Compare, Heap> {
-    using base = detail::hinted_tree<Key, detail::identity_key, Compare, Heap>;
+template <class Key, class Compare, heap_like Heap, tree_hint_policy Hint = tree_hint::parent>
+class hinted_set : public detail::hinted_tree<Key, detail::identity_key, Compare, Heap, Hint> {
+    using base = detail::hinted_tree<Key, detail::identity_key, Compare, Heap, Hint>;
 
 public:
     using key_type = Key;

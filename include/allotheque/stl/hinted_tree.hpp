@@ -1,15 +1,26 @@
 // The red-black tree behind hinted_set and hinted_map: a Boost.Intrusive
-// rbtree whose nodes come from a heap, each allocated next to its tree parent.
+// rbtree whose nodes come from a heap, each allocated next to an existing node.
 // insert_unique_check finds where a new key would go (and rejects duplicates)
-// before anything is allocated; the position it returns names the parent, so
-// the node is requested with the parent's address as hint and then linked with
-// insert_unique_commit. Children near parents is the paper's hint for trees.
+// before anything is allocated; the position it returns names the parent, and
+// with it the new node's in-order neighbours, so the node is requested with one
+// of them as hint and then linked with insert_unique_commit.
+//
+// Which neighbour is the tree's `Hint` policy (namespace tree_hint):
+//   tree_hint::parent       the tree parent (default; the paper's hint for trees:
+//                           what a lookup reads just before the node).
+//   tree_hint::predecessor  the in-order predecessor (what an ascending walk reads
+//                           just before the node); the successor for the smallest key.
+//   tree_hint::successor    the in-order successor; the predecessor for the largest key.
+// A new node is always a leaf, so its parent is one of its two in-order
+// neighbours: parent hints alternate between predecessor and successor as the
+// node is a right or a left child. bench/order measures the three.
 //
 // Memory, copy and move rules are those of hinted_list (see hinted_list.hpp):
 // one heap per container held by pointer, copy construction uses the source's
 // heap, copy assignment keeps this container's heap, moves steal the nodes when
 // the heaps are the same, swap exchanges nodes and heaps.
 #pragma once
+#include <concepts>
 #include <cstddef>
 #include <functional>
 #include <iterator>
@@ -24,12 +35,53 @@
 #include <allotheque/hint_policy.hpp>
 #include <allotheque/request.hpp>
 
+namespace allotheque {
+
+// Hint policies of hinted_set / hinted_map: given the new node's neighbours
+// (an object with parent(), predecessor() and successor(), each the address of
+// an existing node or nullptr), the address to allocate the node next to. The
+// result is advice: any address (or nullptr) is valid, the heap decides.
+namespace tree_hint {
+struct parent {
+    template <class N>
+    static const void* hint(const N& n) noexcept { return n.parent(); }
+};
+struct predecessor {
+    template <class N>
+    static const void* hint(const N& n) noexcept {
+        const void* p = n.predecessor();
+        return p ? p : n.successor();
+    }
+};
+struct successor {
+    template <class N>
+    static const void* hint(const N& n) noexcept {
+        const void* s = n.successor();
+        return s ? s : n.predecessor();
+    }
+};
+} // namespace tree_hint
+
+// The neighbours a policy is shown, as a concept check needs them.
+struct tree_hint_probe {
+    const void* parent() const noexcept { return nullptr; }
+    const void* predecessor() const noexcept { return nullptr; }
+    const void* successor() const noexcept { return nullptr; }
+};
+
+template <class P>
+concept tree_hint_policy = requires(const tree_hint_probe& n) {
+    { P::hint(n) } -> std::convertible_to<const void*>;
+};
+
+} // namespace allotheque
+
 namespace allotheque::detail {
 
 namespace bi = boost::intrusive;
 
 // KeyOf: a stateless functor returning the key of a stored value.
-template <class Value, class KeyOf, class Compare, heap_like Heap>
+template <class Value, class KeyOf, class Compare, heap_like Heap, tree_hint_policy Hint = tree_hint::parent>
 class hinted_tree {
 protected:
     using key_type = std::remove_cvref_t<decltype(KeyOf{}(std::declval<const Value&>()))>;
@@ -189,16 +241,39 @@ protected:
         p.fresh = r.second;
         return p;
     }
-    const void* parent_hint(const position& p) const noexcept {
-        if (tree_.empty()) return nullptr;
-        return std::to_address(p.data.node);   // the parent's hook, inside its node
+    // The would-be node's neighbours, for the Hint policy. A new node is a
+    // leaf: linked left, its parent is its successor and its predecessor is the
+    // parent's; linked right, the reverse. Found on demand (the walk to the
+    // other neighbour climbs the path the check has just descended).
+    class neighbours {
+        using algo = typename tree_type::node_algorithms;
+        using node_ptr = typename tree_type::node_ptr;
+        node_ptr parent_, header_;
+        bool left_;
+        const void* at(node_ptr x) const noexcept { return x == header_ ? nullptr : std::to_address(x); }
+
+    public:
+        neighbours(node_ptr parent, node_ptr header, bool left) noexcept : parent_(parent), header_(header), left_(left) {}
+        const void* parent() const noexcept { return at(parent_); }
+        const void* predecessor() const noexcept {
+            if (parent_ == header_) return nullptr;
+            return left_ ? at(algo::prev_node(parent_)) : at(parent_);
+        }
+        const void* successor() const noexcept {
+            if (parent_ == header_) return nullptr;
+            return left_ ? at(parent_) : at(algo::next_node(parent_));
+        }
+    };
+    // The address Hint picks (a node's hook, inside the node).
+    const void* hint_for(const position& p) noexcept {
+        return Hint::hint(neighbours(p.data.node, tree_.end().pointed_node(), p.data.link_left));
     }
 
-    // Allocates the node near the parent, constructs it from a..., links it.
+    // Allocates the node near the neighbour Hint picks, constructs it from a..., links it.
     template <class... A>
     iterator commit(position& p, A&&... a) {
         node_allocator al(*heap_);
-        node* n = al.allocate(1, parent_hint(p));
+        node* n = al.allocate(1, hint_for(p));
         try {
             ::new (static_cast<void*>(n)) node(std::forward<A>(a)...);
         } catch (...) {

@@ -3,7 +3,9 @@
 #ifndef ALLOTHEQUE_TRACE_BUILDER_HPP
 #define ALLOTHEQUE_TRACE_BUILDER_HPP
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -17,7 +19,7 @@ public:
     explicit builder(std::string exe = "/bin/synthetic", std::vector<std::string> args = {"synthetic"}) {
         std::byte h[file_header_bytes];
         make_file_header(h);
-        bytes_.insert(bytes_.end(), h, h + sizeof h);
+        append(bytes_, h, sizeof h);
         process_header p;
         p.pid = 1;
         std::vector<std::byte> payload(process_header::bytes);
@@ -44,7 +46,7 @@ public:
         }
         std::byte buf[max_event_bytes];
         std::byte* end = encode_event(buf, state_, o, failed, time, address, old_address, size, align_log2, sized, site);
-        block_.insert(block_.end(), buf, end);
+        append(block_, buf, std::size_t(end - buf));
         ++header_.events;
         header_.clock = header_.mono_ns = time;
         last_time_ = time;
@@ -86,7 +88,7 @@ public:
         if (block_.empty()) return;
         std::vector<std::byte> payload(block_header::bytes);
         std::memcpy(payload.data(), &header_, sizeof header_);
-        payload.insert(payload.end(), block_.begin(), block_.end());
+        append(payload, block_.data(), block_.size());
         record(record_type::block, payload);
         events_ += header_.events;
         ++sequence_;
@@ -94,18 +96,25 @@ public:
     }
 
 private:
+    // resize + memcpy rather than insert(end, first, last), on which g++ 12
+    // -O3 reports a false -Wstringop-overflow.
+    static void append(std::vector<std::byte>& v, const void* p, std::size_t n) {
+        if (n == 0) return;
+        const std::size_t at = v.size();
+        v.resize(at + n);
+        std::memcpy(v.data() + at, p, n);
+    }
     static void put_text(std::vector<std::byte>& out, const std::string& s) {
         std::byte n[4];
         store<std::uint32_t>(n, std::uint32_t(s.size()));
-        out.insert(out.end(), n, n + 4);
-        out.insert(out.end(), reinterpret_cast<const std::byte*>(s.data()),
-                   reinterpret_cast<const std::byte*>(s.data() + s.size()));
+        append(out, n, 4);
+        append(out, s.data(), s.size());
     }
     void record(record_type t, const std::vector<std::byte>& payload) {
         std::byte h[record_header_bytes];
         make_record_header(h, t, payload.data(), std::uint32_t(payload.size()));
-        bytes_.insert(bytes_.end(), h, h + sizeof h);
-        bytes_.insert(bytes_.end(), payload.begin(), payload.end());
+        append(bytes_, h, sizeof h);
+        append(bytes_, payload.data(), payload.size());
     }
 
     std::vector<std::byte> bytes_, block_;

@@ -1,6 +1,6 @@
 # Drives `allotheque-trace replay` on synthetic traces (replay_trace_gen) for
 # the ctests of the "replay tests" section of CMakeLists.txt.
-#   cmake -DMODE=all|corrupt|truncated|bad_plan -DGEN=... -DCLI=... -DWORKER=... -DWORK_DIR=... -P replay_cli.cmake
+#   cmake -DMODE=all|corrupt|truncated|bad_plan|huge|sparse -DGEN=... -DCLI=... -DWORKER=... -DWORK_DIR=... -P replay_cli.cmake
 file(MAKE_DIRECTORY ${WORK_DIR})
 set(trace ${WORK_DIR}/${MODE}.atq)
 
@@ -118,6 +118,47 @@ elseif(MODE STREQUAL "huge")
   execute_process(COMMAND ${CLI} replay --repeat 1 ${trace} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   expect_exit("${rc}" 1 "${out}${err}")
   expect_contains("${err}" "exceeds this machine's memory")
+elseif(MODE STREQUAL "sparse")
+  # A 1 GiB buffer live throughout, which the program barely used: the replay
+  # writes its first MiB and last cache line, so no allocator's peak comes
+  # near the buffer's size (it was 1.17 GB when every page was written).
+  execute_process(COMMAND ${GEN} ${trace} --sparse RESULT_VARIABLE rc)
+  expect_exit("${rc}" 0 "generator failed")
+  set(json ${WORK_DIR}/sparse.json)
+  file(REMOVE ${json})
+  execute_process(COMMAND ${CLI} replay --repeat 2 --allocators glibc,quickfit,velox,lea,pmr --json ${json} ${trace}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${out}${err}")
+  expect_exit("${rc}" 0 "${out}${err}")
+  expect_contains("${out}" "touched: the first and last 64 B of every object and one byte per page of its first 1M")
+  file(READ ${json} doc)
+  string(JSON n LENGTH "${doc}" results)
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${doc}" results ${i} allocator)
+    string(JSON status GET "${doc}" results ${i} status)
+    if(NOT status STREQUAL "ok")
+      message(FATAL_ERROR "${name}: ${status}")
+    endif()
+    string(JSON peak GET "${doc}" results ${i} peak_os_bytes)
+    string(JSON requested GET "${doc}" peak_requested_bytes)
+    if(requested LESS 1073741824)
+      message(FATAL_ERROR "${name}: the plan's requested peak ${requested} lacks the 1 GiB buffer")
+    endif()
+    # Fragmentation is relative to what the replay writes, not to the 1 GiB.
+    string(JSON frag GET "${doc}" results ${i} fragmentation)
+    if(frag LESS -0.5)
+      message(FATAL_ERROR "${name}: fragmentation ${frag} against the untouched buffer")
+    endif()
+    # Far below the buffer: the rest of the workload needs a few MB.
+    if(peak GREATER 134217728)
+      message(FATAL_ERROR "${name}: peak ${peak} bytes for a barely used 1 GiB buffer")
+    endif()
+  endforeach()
+  # A bad --touch-limit is a usage error.
+  execute_process(COMMAND ${CLI} replay --touch-limit 12Q ${trace} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  expect_exit("${rc}" 2 "${out}${err}")
+  expect_contains("${err}" "--touch-limit")
 else()
   message(FATAL_ERROR "unknown MODE '${MODE}'")
 endif()

@@ -1,4 +1,4 @@
-// replay_trace_gen OUT [--corrupt | --truncated | --huge] [--scale N]
+// replay_trace_gen OUT [--corrupt | --truncated | --huge | --sparse] [--scale N]
 //
 // Writes a synthetic allocation trace (trace/builder.hpp) for the replay tests:
 // a simulated malloc (16-byte classes, LIFO free lists, a bump pointer) serves
@@ -8,7 +8,9 @@
 // allocation, a second thread, and leaves some objects live at exit.
 // --corrupt flips one byte inside an event block (checksum mismatch);
 // --truncated drops the END record and cuts the last record short;
-// --huge adds a live 2^45-byte block (more than any test machine has).
+// --huge adds a live 2^45-byte block (more than any test machine has);
+// --sparse a 1 GiB buffer live from the start to the end (which the traced
+// program would have barely used: the replay must not write all of it).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -60,13 +62,14 @@ int main(int argc, char** argv) {
         return 2;
     }
     const std::string out = argv[1];
-    bool corrupt = false, truncated = false, huge = false;
+    bool corrupt = false, truncated = false, huge = false, sparse = false;
     int scale = 1;
     for (int i = 2; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--corrupt") corrupt = true;
         else if (a == "--truncated") truncated = true;
         else if (a == "--huge") huge = true;
+        else if (a == "--sparse") sparse = true;
         else if (a == "--scale" && i + 1 < argc) scale = std::atoi(argv[++i]);
         else return 2;
     }
@@ -86,6 +89,7 @@ int main(int argc, char** argv) {
         b.add(o, tick(), a, 0, 0x402000, thread);
     };
 
+    const std::uint64_t buffer = sparse ? alloc(std::uint64_t(1) << 30) : 0;
     std::mt19937_64 rng(42);
     // 1. Trees: each child allocated right after its parent (depth-first).
     std::vector<std::uint64_t> tree;
@@ -153,6 +157,7 @@ int main(int argc, char** argv) {
     for (auto a : big) release(a);
     release(a64);
     release(a8k);
+    if (sparse) release(buffer);
 
     if (huge) b.add(tr::op::malloc_, tick(), 0x7f0000000000, std::uint64_t(1) << 45, 0x407000);
     std::vector<std::byte> bytes = truncated ? b.unfinished() : b.finish();

@@ -1,4 +1,4 @@
-// summary_trace_gen OUT [EVENTS]
+// summary_trace_gen OUT [EVENTS [THREADS]]
 //
 // Writes a synthetic trace (trace/builder.hpp) for the summary/HTML tests,
 // with a MAPS record naming files that do not exist, so the sites come out as
@@ -11,7 +11,9 @@
 // Live memory ramps up to a peak in the middle of the run and falls back;
 // two threads; some calloc/realloc/new/new[]; a few objects never freed.
 // Default 30000 events: more than the 2000 plot points, so the series is
-// downsampled.
+// downsampled. With THREADS, the events are dealt out in consecutive runs to
+// that many threads, as a thread-per-request server would make them
+// (bench/trace/summary_cost.py).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -50,10 +52,11 @@ struct live_object {
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fputs("usage: summary_trace_gen OUT [EVENTS]\n", stderr);
+        std::fputs("usage: summary_trace_gen OUT [EVENTS [THREADS]]\n", stderr);
         return 2;
     }
     const std::uint64_t events = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 30000;
+    const std::uint64_t threads = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 0;
 
     const std::uint64_t app = 0x555555556000ull, foo = 0x7f0000000000ull, evil = 0x7f0000100000ull;
     std::vector<site> sites;
@@ -87,7 +90,8 @@ int main(int argc, char** argv) {
     std::uint64_t time = 1000, next_address = 0x10000000;
     for (std::uint64_t i = 0; i < events; ++i) {
         time += 40 + rng.below(120);
-        const std::uint32_t thread = (i / 64) % 3 == 2 ? 1 : 0;
+        const auto thread = threads ? static_cast<std::uint32_t>(i * threads / events)
+                                    : std::uint32_t((i / 64) % 3 == 2 ? 1 : 0);
         // Allocate more in the first half, free more in the second.
         const bool first_half = i < events / 2;
         const unsigned alloc_pct = first_half ? 62 : 38;

@@ -1,0 +1,75 @@
+// order --workload map|set|graph --allocator NAME [--container std|hinted] [--hint H]
+//       [--layout shared|isolated] [--n N] [--lookups M] [--passes P] [--roots R] [--junk K] [--seed S]
+//
+// Runs ONE configuration in this process and prints one JSON line (see
+// order.hpp for the workloads, bench/README.md for the fields). Allocators:
+// glibc, jemalloc, mimalloc, tcmalloc (std containers with std::allocator; the
+// last three need LD_PRELOAD of their library, which is verified in
+// /proc/self/maps), malloc (whatever is active), packed (the traversal-order
+// reference), velox, medius (allotheque heaps: std containers with
+// allotheque::allocator, or --container hinted), room (the room_heap
+// prototype over velox_heap, --group 256|1024|4096 bytes, --fill percent).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "order/driver.hpp"
+
+namespace {
+
+int usage() {
+    std::fputs("usage: order --workload map|set|graph --allocator NAME [--container std|hinted] [--hint H]\n"
+               "             [--layout shared|isolated] [--n N] [--lookups M] [--passes P] [--roots R] [--junk K]"
+               " [--seed S]\n             [--group 256|1024|4096] [--fill PERCENT] [--chain N] [--spread 0|1]\n",
+               stderr);
+    return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    using namespace bench::order;
+    options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (i + 1 >= argc) return usage();
+        const std::string v = argv[++i];
+        auto count = [&](std::size_t& x) {
+            char* end = nullptr;
+            x = std::strtoull(v.c_str(), &end, 10);
+            return end && *end == '\0' && !v.empty();
+        };
+        std::size_t x = 0;
+        bool ok = true;
+        if (a == "--workload") o.workload = v;
+        else if (a == "--allocator") o.allocator = v;
+        else if (a == "--container") o.container = v;
+        else if (a == "--hint") o.hint = v;
+        else if (a == "--layout") o.layout = v;
+        else if (a == "--n") ok = count(o.n) && o.n >= 2 && o.n < (std::size_t(1) << 31);
+        else if (a == "--lookups") ok = count(o.lookups);
+        else if (a == "--passes") ok = count(x) && x >= 1 && x < 1000, o.passes = static_cast<int>(x);
+        else if (a == "--roots") ok = count(x) && x >= 1 && x < 1000, o.roots = static_cast<int>(x);
+        else if (a == "--junk") ok = count(x) && x < 100, o.junk = static_cast<int>(x);
+        else if (a == "--seed") ok = count(x), o.seed = x;
+        else if (a == "--group") ok = count(o.group);
+        else if (a == "--chain") ok = count(x) && x < 1000, o.chain = static_cast<unsigned>(x);
+        else if (a == "--spread") ok = count(x) && x <= 1, o.spread = x != 0;
+        else if (a == "--fill") ok = count(x) && x >= 1 && x <= 100, o.fill = static_cast<unsigned>(x);
+        else return usage();
+        if (!ok) {
+            std::fprintf(stderr, "order: bad value '%s' for %s\n", v.c_str(), a.c_str());
+            return 2;
+        }
+    }
+    if (o.hint.empty()) o.hint = o.workload == "graph" ? "source" : "parent";
+    if (o.container != "hinted") o.hint = "-";   // only the hinted containers pass hints
+    const std::string& n = o.allocator;
+    if (n == "glibc" || n == "jemalloc" || n == "mimalloc" || n == "tcmalloc" || n == "malloc") return drive_malloc(o);
+    if (n == "packed") return drive_packed(o);
+    if (n == "velox") return drive_velox(o);
+    if (n == "medius") return drive_medius(o);
+    if (n == "room") return drive_room(o);
+    if (n.empty()) return usage();
+    return bad_option("allocator", n);
+}

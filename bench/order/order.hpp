@@ -1,0 +1,509 @@
+// Allocation order ≠ traversal order (issue 14, item 3). One (workload,
+// allocator, container) per process, one JSON line; bench/README.md documents
+// the fields and bench/run.py's "order" section drives it.
+//
+//   map / set  N distinct random 64-bit keys inserted in random order into an
+//              ordered map (u64 -> u64) or set (u64), one unrelated allocation of
+//              16-128 B after each insert (a quarter kept to the end, the rest
+//              freed later in random order), then timed: `passes` in-order walks
+//              and `lookups` random lookups of present keys.
+//   graph      N nodes, 8 out-edges each (7 in 8 to a node within ±32 ids, 1 in 8
+//              to any node), the edges added in random order: a node is created
+//              when first named, each edge is a 16-byte cell pushed on its source
+//              node's list, one unrelated allocation after each edge. Timed:
+//              breadth-first searches from `roots` fixed nodes.
+//
+// The structure and the unrelated allocations share one allocator unless the
+// layout is `isolated` (two heaps). Everything random is a fixed splitmix64
+// stream, so every allocator sees the same sequence and the checksums agree.
+#pragma once
+#include <sys/mman.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <new>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "olden/rng.hpp"
+#include "process_memory.hpp"
+
+namespace bench::order {
+
+using u64 = std::uint64_t;
+using bench::olden::mix64;
+using bench::olden::rng;
+
+struct options {
+    std::string workload = "map";   // map | set | graph
+    std::string allocator;          // glibc | jemalloc | mimalloc | tcmalloc | velox | medius | packed
+    std::string container = "std";  // std | hinted (heaps only)
+    std::string hint;               // hinted trees: parent (default) | predecessor | successor | none;
+                                    // hinted graph: source (default)
+    std::string layout = "shared";  // shared | isolated (heaps only: the structure on its own heap)
+    std::size_t n = 1'000'000;
+    std::size_t lookups = 1'000'000;
+    int passes = 4;
+    int roots = 4;
+    int junk = 1;   // unrelated allocations per insert / edge
+    u64 seed = 1;
+    std::size_t group = 4096;   // room: group bytes (256, 1024, 4096)
+    unsigned fill = 50;         // room: % of a group foreign blocks may fill
+    unsigned chain = 0;         // room: overflow chain length for hinted spill (0: spill is foreign)
+    bool spread = true;         // room: foreign blocks spaced 100/fill slots apart
+};
+
+// What one run measured. Times are medians over passes / roots.
+struct result {
+    double build_ns = 0;    // per insert (map, set) or per edge (graph), unrelated allocations included
+    double walk_ns = 0;     // per node, one in-order pass
+    double lookup_ns = 0;   // per lookup
+    double bfs_ns = 0;      // per edge scanned
+    u64 checksum = 0;
+    std::size_t elements = 0;   // nodes (map, set) or edges scanned per search (graph)
+    // Placement, read after the timed phases: the share of in-order neighbours
+    // (map, set) or of consecutive edge cells of one node (graph) that share
+    // a 64-byte line, lie within 256 bytes, share a 4 KiB page.
+    // ahead_256: the second of the pair lies after the first, within 256 bytes
+    // (what a hardware stream prefetcher follows).
+    double same_line = 0, within_256 = 0, same_page = 0, ahead_256 = 0;
+};
+
+// The thread's CPU time: on a machine shared with other work it leaves out the
+// time this process waits for a core (cache and TLB pollution by the others
+// remains). Every phase is memory-bound and single-threaded, so on a quiet
+// machine it equals the wall time.
+inline double now_s() {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+inline double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t k = v.size();
+    return k == 0 ? 0 : k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
+// Counts address pairs by distance for the placement columns.
+struct adjacency_count {
+    std::size_t pairs = 0, line = 0, near = 0, page = 0, ahead = 0;
+    void add(const void* a, const void* b) noexcept {
+        const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+        ++pairs;
+        ahead += y > x && y - x < 256;
+        line += (x >> 6) == (y >> 6);
+        near += (x > y ? x - y : y - x) < 256;
+        page += (x >> 12) == (y >> 12);
+    }
+    void store(result& r) const noexcept {
+        const double d = pairs ? static_cast<double>(pairs) : 1.0;
+        r.same_line = static_cast<double>(line) / d;
+        r.within_256 = static_cast<double>(near) / d;
+        r.same_page = static_cast<double>(page) / d;
+        r.ahead_256 = static_cast<double>(ahead) / d;
+    }
+};
+
+// ---------------------------------------------------------------------------
+// Unrelated allocations: through a memory policy P (allocate(n, hint),
+// deallocate(p, n)), one per step, 16-128 B. A quarter live to the end; the
+// rest enter a pool of 4096 and a random pool entry is freed when it is full.
+// ---------------------------------------------------------------------------
+template <class P>
+class junk_stream {
+public:
+    junk_stream(P& p, int per_step, u64 seed) : p_(p), per_step_(per_step), rng_(seed) { pool_.reserve(pool_cap); }
+    junk_stream(const junk_stream&) = delete;
+    junk_stream& operator=(const junk_stream&) = delete;
+    ~junk_stream() { release(); }
+
+    void step() {
+        for (int i = 0; i < per_step_; ++i) {
+            const auto s = static_cast<std::uint32_t>(16 + rng_.below(113));
+            void* q = p_.allocate(s, nullptr);
+            static_cast<char*>(q)[0] = 1;   // touched, like a real object
+            if (rng_.below(4) == 0) {
+                kept_.emplace_back(q, s);
+            } else if (pool_.size() < pool_cap) {
+                pool_.emplace_back(q, s);
+            } else {
+                auto& slot = pool_[rng_.below(pool_cap)];
+                p_.deallocate(slot.first, slot.second);
+                slot = {q, s};
+            }
+        }
+    }
+    void reserve(std::size_t steps) { kept_.reserve(steps * static_cast<std::size_t>(per_step_) / 3 + 64); }
+    void release() noexcept {
+        for (auto* v : {&pool_, &kept_}) {
+            for (auto& [q, s] : *v) p_.deallocate(q, s);
+            v->clear();
+        }
+    }
+
+private:
+    static constexpr std::size_t pool_cap = 4096;
+    P& p_;
+    int per_step_;
+    rng rng_;
+    std::vector<std::pair<void*, std::uint32_t>> pool_, kept_;
+};
+
+// ---------------------------------------------------------------------------
+// The "packed" reference: a bump arena filled in traversal order.
+// ---------------------------------------------------------------------------
+class arena {
+public:
+    explicit arena(std::size_t bytes) : bytes_(bytes) {
+        void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+        base_ = static_cast<char*>(p);
+    }
+    arena(const arena&) = delete;
+    arena& operator=(const arena&) = delete;
+    ~arena() { ::munmap(base_, bytes_); }
+    void* allocate(std::size_t n, const void* = nullptr) {
+        used_ = (used_ + 7) & ~std::size_t(7);
+        if (used_ + n > bytes_) throw std::bad_alloc();
+        void* p = base_ + used_;
+        used_ += n;
+        return p;
+    }
+    void deallocate(void*, std::size_t) noexcept {}
+
+private:
+    char* base_;
+    std::size_t bytes_, used_ = 0;
+};
+
+template <class T>
+struct bump_allocator {
+    using value_type = T;
+    arena* a;
+    explicit bump_allocator(arena& x) noexcept : a(&x) {}
+    template <class U>
+    bump_allocator(const bump_allocator<U>& o) noexcept : a(o.a) {}
+    T* allocate(std::size_t n) { return static_cast<T*>(a->allocate(n * sizeof(T))); }
+    void deallocate(T*, std::size_t) noexcept {}
+    template <class U>
+    bool operator==(const bump_allocator<U>& o) const noexcept { return a == o.a; }
+};
+
+// ---------------------------------------------------------------------------
+// map / set
+// ---------------------------------------------------------------------------
+inline u64 value_of(u64 k) noexcept { return k * 0x9e3779b97f4a7c15ULL + 1; }
+
+template <class C>
+constexpr bool is_map = requires { typename C::mapped_type; };
+
+template <class C>
+void insert_key(C& c, u64 k) {
+    if constexpr (is_map<C>) c.insert({k, value_of(k)});
+    else c.insert(k);
+}
+template <class E>
+u64 payload(const E& e) noexcept {
+    if constexpr (requires { e.second; }) return e.second;
+    else return e;
+}
+
+// The keys, distinct (mix64 is a bijection), in insertion order; and the
+// lookup probes, present keys in random order.
+struct tree_input {
+    std::vector<u64> keys, probes;
+    tree_input(const options& o) : keys(o.n), probes(o.lookups) {
+        for (std::size_t i = 0; i < o.n; ++i) keys[i] = mix64(i ^ (o.seed << 40));
+        rng r(o.seed * 7 + 3);
+        for (auto& p : probes) p = keys[r.below(o.n)];
+    }
+};
+
+// Timed walks and lookups over a built tree c.
+template <class C>
+void time_tree(const C& c, const tree_input& in, const options& o, result& r) {
+    std::vector<double> walks;
+    u64 walk_sum = 0;
+    for (int p = 0; p < std::max(1, o.passes); ++p) {
+        const double t0 = now_s();
+        u64 acc = 0;
+        for (const auto& e : c) acc = acc * 0x100000001b3ULL + payload(e);
+        walks.push_back((now_s() - t0) * 1e9 / static_cast<double>(c.size()));
+        walk_sum = acc;
+    }
+    r.walk_ns = median(walks);
+    const double t0 = now_s();
+    u64 look_sum = 0;
+    for (u64 k : in.probes) {
+        auto it = c.find(k);
+        if (it != c.end()) look_sum += payload(*it);
+    }
+    r.lookup_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.probes.size()));
+    r.checksum = walk_sum ^ mix64(look_sum) ^ c.size();
+    r.elements = c.size();
+    adjacency_count adj;
+    const void* prev = nullptr;
+    for (const auto& e : c) {
+        if (prev) adj.add(prev, &e);
+        prev = &e;
+    }
+    adj.store(r);
+}
+
+// Builds c from in.keys in order with the unrelated allocations, then times it.
+template <class C, class Junk>
+result run_tree(C& c, Junk& junk, const tree_input& in, const options& o) {
+    result r;
+    const double t0 = now_s();
+    for (u64 k : in.keys) {
+        insert_key(c, k);
+        junk.step();
+    }
+    r.build_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.keys.size()));
+    time_tree(c, in, o, r);
+    return r;
+}
+
+// The packed reference: the same unrelated allocations, the keys sorted and
+// inserted in key order into a tree whose nodes come from a bump arena.
+template <class Junk>
+result run_tree_packed(Junk& junk, const tree_input& in, const options& o) {
+    result r;
+    std::vector<u64> sorted;
+    sorted.reserve(in.keys.size());
+    const double t0 = now_s();
+    for (u64 k : in.keys) {
+        sorted.push_back(k);
+        junk.step();
+    }
+    std::sort(sorted.begin(), sorted.end());
+    arena a(in.keys.size() * 64 + 4096);
+    auto fill = [&](auto& c) {
+        for (u64 k : sorted) {
+            if constexpr (is_map<std::remove_reference_t<decltype(c)>>) c.emplace_hint(c.end(), k, value_of(k));
+            else c.emplace_hint(c.end(), k);
+        }
+        r.build_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.keys.size()));
+        time_tree(c, in, o, r);
+    };
+    if (o.workload == "map") {
+        using A = bump_allocator<std::pair<const u64, u64>>;
+        std::map<u64, u64, std::less<>, A> c{A(a)};
+        fill(c);
+    } else {
+        using A = bump_allocator<u64>;
+        std::set<u64, std::less<>, A> c{A(a)};
+        fill(c);
+    }
+    return r;
+}
+
+// ---------------------------------------------------------------------------
+// graph
+// ---------------------------------------------------------------------------
+struct gnode;
+struct gedge {
+    gnode* to;
+    gedge* next;
+};
+struct gnode {
+    gedge* head;
+    std::uint32_t mark;
+    std::uint32_t dist;
+};
+
+struct graph_input {
+    static constexpr int degree = 8;
+    static constexpr std::int64_t window = 32;
+    std::size_t n;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;   // in insertion order
+    std::vector<std::uint32_t> roots;
+    graph_input(const options& o) : n(o.n) {
+        rng r(o.seed * 11 + 5);
+        edges.reserve(n * degree);
+        const auto sn = static_cast<std::int64_t>(n);
+        for (std::size_t u = 0; u < n; ++u)
+            for (int d = 0; d < degree; ++d) {
+                std::int64_t v;
+                if (r.below(8) == 0) v = static_cast<std::int64_t>(r.below(n));
+                else v = ((static_cast<std::int64_t>(u) + static_cast<std::int64_t>(r.below(2 * window + 1)) - window) % sn + sn) % sn;
+                edges.emplace_back(static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(v));
+            }
+        for (std::size_t i = edges.size(); i > 1; --i) std::swap(edges[i - 1], edges[r.below(i)]);
+        for (int i = 0; i < std::max(1, o.roots); ++i) roots.push_back(static_cast<std::uint32_t>(r.below(n)));
+    }
+};
+
+// Breadth-first searches from every root over nodes (index = id); returns the
+// checksum, fills bfs_ns and elements.
+inline u64 time_bfs(std::vector<gnode*>& nodes, const graph_input& in, result& r) {
+    std::vector<gnode*> queue(nodes.size());
+    for (gnode* x : nodes) x->mark = 0;
+    u64 sum = 0;
+    std::vector<double> per_edge;
+    std::uint32_t epoch = 0;
+    for (std::uint32_t root : in.roots) {
+        ++epoch;
+        const double t0 = now_s();
+        std::size_t head = 0, tail = 0, scanned = 0;
+        u64 dsum = 0;
+        gnode* s = nodes[root];
+        s->mark = epoch;
+        s->dist = 0;
+        queue[tail++] = s;
+        while (head < tail) {
+            gnode* x = queue[head++];
+            dsum += x->dist;
+            for (gedge* e = x->head; e; e = e->next) {
+                ++scanned;
+                gnode* y = e->to;
+                if (y->mark != epoch) {
+                    y->mark = epoch;
+                    y->dist = x->dist + 1;
+                    queue[tail++] = y;
+                }
+            }
+        }
+        per_edge.push_back((now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, scanned)));
+        sum = mix64(sum ^ dsum ^ (u64(tail) << 32) ^ scanned);
+        r.elements = scanned;
+    }
+    r.bfs_ns = median(per_edge);
+    return sum;
+}
+
+// Builds the graph through memory policy M (allocate(n, hint)) with the
+// unrelated allocations; `hinted`: a new node near the node naming it, an
+// edge cell near its source node's latest cell (the node itself for the first).
+template <class M, class Junk>
+std::vector<gnode*> build_graph(M& m, Junk& junk, const graph_input& in, bool hinted) {
+    std::vector<gnode*> nodes(in.n, nullptr);
+    auto make = [&](std::uint32_t id, const void* hint) {
+        auto* x = static_cast<gnode*>(m.allocate(sizeof(gnode), hinted ? hint : nullptr));
+        *x = gnode{nullptr, 0, 0};
+        nodes[id] = x;
+    };
+    for (auto [u, v] : in.edges) {
+        if (!nodes[u]) make(u, nodes[v]);
+        if (!nodes[v]) make(v, nodes[u]);
+        gnode* x = nodes[u];
+        const void* hint = x->head ? static_cast<const void*>(x->head) : x;
+        auto* e = static_cast<gedge*>(m.allocate(sizeof(gedge), hinted ? hint : nullptr));
+        *e = gedge{nodes[v], x->head};
+        x->head = e;
+        junk.step();
+    }
+    return nodes;
+}
+
+template <class M>
+void free_graph(M& m, std::vector<gnode*>& nodes) noexcept {
+    for (gnode*& x : nodes) {
+        for (gedge* e = x->head; e;) {
+            gedge* n = e->next;
+            m.deallocate(e, sizeof(gedge));
+            e = n;
+        }
+        m.deallocate(x, sizeof(gnode));
+        x = nullptr;
+    }
+}
+
+// Placement of a built graph: consecutive cells of one node's list (the node
+// and its first cell included).
+inline void graph_adjacency(const std::vector<gnode*>& nodes, result& r) {
+    adjacency_count adj;
+    for (const gnode* x : nodes) {
+        const void* prev = x;
+        for (const gedge* e = x->head; e; e = e->next) {
+            adj.add(prev, e);
+            prev = e;
+        }
+    }
+    adj.store(r);
+}
+
+template <class M, class Junk>
+result run_graph(M& m, Junk& junk, const graph_input& in, bool hinted) {
+    result r;
+    const double t0 = now_s();
+    auto nodes = build_graph(m, junk, in, hinted);
+    r.build_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.edges.size()));
+    r.checksum = time_bfs(nodes, in, r);
+    graph_adjacency(nodes, r);
+    free_graph(m, nodes);
+    return r;
+}
+
+// The packed reference: built like the others (through m), then copied in
+// breadth-first order from the first root into a bump arena (each node
+// followed by its cells), the original freed, and searched.
+template <class M, class Junk>
+result run_graph_packed(M& m, Junk& junk, const graph_input& in) {
+    result r;
+    const double t0 = now_s();
+    auto nodes = build_graph(m, junk, in, false);
+    r.build_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.edges.size()));
+    arena a(in.n * sizeof(gnode) + in.edges.size() * sizeof(gedge) + 4096);
+    std::vector<gnode*> copy(in.n, nullptr);
+    std::vector<std::uint32_t> order;
+    order.reserve(in.n);
+    {
+        // Ids in BFS order from the first root, then the unreached ones.
+        std::vector<char> seen(in.n, 0);
+        // Map node pointer -> id through a sorted copy (no per-node id field).
+        std::vector<std::pair<gnode*, std::uint32_t>> ptr_id(in.n);
+        for (std::uint32_t i = 0; i < in.n; ++i) ptr_id[i] = {nodes[i], i};
+        std::sort(ptr_id.begin(), ptr_id.end());
+        auto id_of = [&](gnode* p) {
+            return std::lower_bound(ptr_id.begin(), ptr_id.end(), std::pair<gnode*, std::uint32_t>{p, 0})->second;
+        };
+        auto visit = [&](std::uint32_t s) {
+            if (seen[s]) return;
+            seen[s] = 1;
+            std::size_t h = order.size();
+            order.push_back(s);
+            while (h < order.size()) {
+                for (gedge* e = nodes[order[h]]->head; e; e = e->next) {
+                    const std::uint32_t v = id_of(e->to);
+                    if (!seen[v]) {
+                        seen[v] = 1;
+                        order.push_back(v);
+                    }
+                }
+                ++h;
+            }
+        };
+        visit(in.roots.front());
+        for (std::uint32_t i = 0; i < in.n; ++i) visit(i);
+        // Each node followed by its cells; targets hold ids until every node has moved.
+        for (std::uint32_t id : order) {
+            auto* x = static_cast<gnode*>(a.allocate(sizeof(gnode)));
+            *x = gnode{nullptr, 0, 0};
+            copy[id] = x;
+            gedge** tail = &x->head;
+            for (gedge* e = nodes[id]->head; e; e = e->next) {
+                auto* c = static_cast<gedge*>(a.allocate(sizeof(gedge)));
+                *c = gedge{reinterpret_cast<gnode*>(static_cast<std::uintptr_t>(id_of(e->to))), nullptr};
+                *tail = c;
+                tail = &c->next;
+            }
+        }
+        for (gnode* x : copy)
+            for (gedge* e = x->head; e; e = e->next) e->to = copy[reinterpret_cast<std::uintptr_t>(e->to)];
+    }
+    free_graph(m, nodes);
+    r.checksum = time_bfs(copy, in, r);
+    graph_adjacency(copy, r);
+    return r;
+}
+
+} // namespace bench::order

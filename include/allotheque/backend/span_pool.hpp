@@ -1,0 +1,269 @@
+// `span_pool<Source, Options>`: the reservation / growth stage of the back end.
+// It asks the source for regions (growing with the heap: an eighth of what it
+// holds, between min_growth and max_growth; a larger request gets a region of
+// its own size), cuts them into spans on demand, and takes spans back:
+//
+//   take(bytes)   best fit among the free ranges (lowest address among equal
+//                 sizes), split; a new region when nothing fits
+//   give(span)    merged with free neighbours of the same region
+//   extend(span)  grows a span into the free range right after it
+//
+// Freed pages are kept for reuse up to a budget, max(retain_bytes, peak / 16):
+// that is the large-block cache. Beyond it, a region that is entirely free goes
+// back to the source, and other free pages are decommitted (oldest first) when
+// the source can (madvise); trim() gives back everything free now.
+// Span records come from a record_pool on the same source, so the heap's
+// source sees every byte the heap uses and gets every byte back.
+//
+// One pool per heap, single-threaded like the heap (a shared, thread-safe
+// source such as arena_source sits below it).
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+
+#include <boost/intrusive/list.hpp>
+
+#include <allotheque/backend/range_set.hpp>
+#include <allotheque/backend/record_pool.hpp>
+#include <allotheque/backend/span.hpp>
+#include <allotheque/detail/bits.hpp>
+#include <allotheque/heap_options.hpp>
+#include <allotheque/sources/source.hpp>
+
+namespace allotheque::backend {
+
+struct pool_stats {
+    std::size_t os_bytes = 0;          // held from the source now (regions)
+    std::size_t peak_os_bytes = 0;     // high-water mark of os_bytes
+    std::size_t in_use_bytes = 0;      // in spans handed out
+    std::size_t free_bytes = 0;        // in free ranges, ready for reuse
+    std::size_t resident_free_bytes = 0;   // of which may still be resident (not decommitted)
+    std::size_t returned_bytes = 0;    // given back to the source so far
+    std::size_t decommitted_bytes = 0; // decommitted so far
+    std::size_t metadata_bytes = 0;    // span records
+    std::size_t regions = 0;
+};
+
+template <source S, heap_options_like Options>
+class span_pool {
+    static constexpr heap_config cfg = config_of<Options>();
+    using region_list = bi::list<span, bi::member_hook<span, span::list_hook, &span::by_age>,
+                                 bi::constant_time_size<false>>;
+
+public:
+    using source_type = S;
+
+    span_pool() requires std::default_initializable<S> = default;
+    explicit span_pool(S s) : source_(std::move(s)) {}
+    span_pool(const span_pool&) = delete;
+    span_pool& operator=(const span_pool&) = delete;
+    ~span_pool() { release_all(); }
+
+    // A span of `bytes` (a multiple of the page size), or nullptr when the
+    // source refuses. Its state is the caller's to set; `dirty` == 0 means its
+    // pages read as zero.
+    span* take(std::size_t bytes, const void* near = nullptr) noexcept {
+        span* f = free_.best_fit(bytes);
+        if (!f) {
+            if (!grow(bytes, near)) return nullptr;
+            f = free_.best_fit(bytes);
+        }
+        span* s = f;
+        if (f->bytes == bytes) {
+            free_.erase(f);
+        } else {
+            s = records_.make(source_);
+            if (!s) return nullptr;
+            s->base = f->base;
+            s->bytes = bytes;
+            s->region = f->region;
+            s->dirty = f->dirty ? bytes : 0;
+            free_.shrink_front(f, bytes);
+        }
+        s->state = span_state::small;   // anything but free: the caller refines it
+        in_use_ += bytes;
+        return s;
+    }
+
+    // Whether take(bytes) would be served without asking the source.
+    bool can_take(std::size_t bytes) noexcept { return free_.best_fit(bytes) != nullptr; }
+
+    // Takes back a span from take() (its pages may hold data).
+    void give(span* s) noexcept {
+        in_use_ -= s->bytes;
+        s->owner = nullptr;
+        s->chunk = 0;
+        s->request = 0;
+        s->dirty = s->bytes;
+        span* f = free_.insert(s, [this](span* r) noexcept { records_.recycle(r); });
+        retain(f);
+    }
+
+    // Grows s in place to `bytes` when the free range right after it (same
+    // region) has room. The new pages may hold data (dirty).
+    bool extend(span* s, std::size_t bytes) noexcept {
+        if (bytes <= s->bytes) return true;
+        const std::size_t more = bytes - s->bytes;
+        span* next = free_.starting_at(s->end());
+        if (!next || next->region != s->region || next->bytes < more) return false;
+        if (next->bytes == more) {
+            free_.erase(next);
+            records_.recycle(next);
+        } else {
+            free_.shrink_front(next, more);
+        }
+        s->bytes = bytes;
+        in_use_ += more;
+        return true;
+    }
+
+    // Gives the pages of s beyond `bytes` back (false: no record for the tail; s unchanged).
+    bool shrink(span* s, std::size_t bytes) noexcept {
+        if (bytes >= s->bytes) return true;
+        span* tail = records_.make(source_);
+        if (!tail) return false;
+        tail->base = s->base + bytes;
+        tail->bytes = s->bytes - bytes;
+        tail->region = s->region;
+        tail->state = span_state::small;
+        s->bytes = bytes;
+        give(tail);
+        return true;
+    }
+
+    // Gives back every free page now: whole free regions to the source, the
+    // rest decommitted where the source can. Returns the bytes given back.
+    std::size_t trim() noexcept {
+        const std::size_t before = returned_ + decommitted_;
+        release_free_regions(0);
+        decommit_down_to(0);
+        if (records_.live() == 0) records_.release_all(source_);   // nothing left to describe
+        return returned_ + decommitted_ - before;
+    }
+
+    // Every region back to the source (spans still handed out become invalid).
+    void release_all() noexcept {
+        while (span* f = free_.pop()) records_.recycle(f);
+        while (!regions_.empty()) {
+            span& r = regions_.front();
+            regions_.pop_front();
+            release_region_memory(r);
+        }
+        records_.release_all(source_);
+        in_use_ = 0;
+    }
+
+    pool_stats stats() const noexcept {
+        pool_stats st;
+        st.os_bytes = os_bytes_;
+        st.peak_os_bytes = peak_os_bytes_;
+        st.in_use_bytes = in_use_;
+        st.free_bytes = free_.bytes();
+        st.resident_free_bytes = free_.dirty_bytes();
+        st.returned_bytes = returned_;
+        st.decommitted_bytes = decommitted_;
+        st.metadata_bytes = records_.bytes();
+        for ([[maybe_unused]] const span& r : regions_) ++st.regions;
+        return st;
+    }
+    // Bytes of free pages the pool keeps for reuse before giving pages back.
+    std::size_t retain_budget() const noexcept { return std::max(cfg.retain_bytes, peak_os_bytes_ / 16); }
+
+    S& source() noexcept { return source_; }
+    const S& source() const noexcept { return source_; }
+
+private:
+    bool grow(std::size_t need, const void* near) noexcept {
+        std::size_t want = need;
+        if (need <= cfg.max_growth) {
+            want = std::clamp(detail::round_up(os_bytes_ / 8, detail::page_size), cfg.min_growth, cfg.max_growth);
+            want = std::max(want, need);
+        }
+        span* r = records_.make(source_);
+        span* f = r ? records_.make(source_) : nullptr;
+        if (!f) {
+            if (r) records_.recycle(r);
+            return false;
+        }
+        auto* base = static_cast<std::byte*>(source_.allocate(want, near));
+        if (!base && want > need) base = static_cast<std::byte*>(source_.allocate(want = need, near));
+        if (!base) {
+            records_.recycle(f);
+            records_.recycle(r);
+            return false;
+        }
+        os_bytes_ += want;
+        peak_os_bytes_ = std::max(peak_os_bytes_, os_bytes_);
+        r->base = base;
+        r->bytes = want;
+        r->state = span_state::region;
+        regions_.push_back(*r);
+        f->base = base;
+        f->bytes = want;
+        f->region = r;
+        f->dirty = source_zeroed<S> ? 0 : want;
+        free_.insert(f, [this](span* x) noexcept { records_.recycle(x); });
+        return true;
+    }
+
+    void retain(span* f) noexcept {
+        const std::size_t budget = retain_budget();
+        if (free_.bytes() > budget && covers_region(f)) release_region(f);
+        decommit_down_to(budget);
+    }
+    static bool covers_region(const span* f) noexcept {
+        return f->region && f->base == f->region->base && f->bytes == f->region->bytes;
+    }
+    void release_region(span* f) noexcept {
+        span* r = f->region;
+        free_.erase(f);
+        records_.recycle(f);
+        regions_.erase(regions_.iterator_to(*r));
+        release_region_memory(*r);
+        records_.recycle(r);
+    }
+    void release_region_memory(span& r) noexcept {
+        os_bytes_ -= r.bytes;
+        returned_ += r.bytes;
+        source_.deallocate(r.base, r.bytes);
+    }
+    void release_free_regions(std::size_t budget) noexcept {
+        span* whole[64];
+        for (;;) {
+            std::size_t k = 0;
+            free_.for_each([&](span& f) {
+                if (k < std::size(whole) && covers_region(&f)) whole[k++] = &f;
+            });
+            if (k == 0) return;
+            for (std::size_t i = 0; i < k && free_.bytes() > budget; ++i) release_region(whole[i]);
+            if (free_.bytes() <= budget || k < std::size(whole)) return;
+        }
+    }
+    // Oldest free pages first, while more than `budget` bytes may be resident.
+    void decommit_down_to(std::size_t budget) noexcept {
+        if constexpr (decommitting_source<S>) {
+            while (free_.dirty_bytes() > budget) {
+                span* o = free_.oldest_dirty();
+                if (covers_region(o)) {
+                    release_region(o);
+                    continue;
+                }
+                const std::size_t n = o->bytes;
+                if (!source_.decommit(o->base, n)) return;
+                decommitted_ += n;
+                free_.mark_clean(o);
+            }
+        } else {
+            (void)budget;
+        }
+    }
+
+    [[no_unique_address]] S source_{};
+    range_set free_;
+    region_list regions_;
+    record_pool<span> records_;
+    std::size_t os_bytes_ = 0, peak_os_bytes_ = 0, in_use_ = 0, returned_ = 0, decommitted_ = 0;
+};
+
+} // namespace allotheque::backend

@@ -1,0 +1,46 @@
+// Abort with a message on standard error, for misuse a heap detects (a double
+// free, a pointer it never handed out). It writes with write(2) and formats
+// the pointer itself: it may run inside malloc, where printf could allocate.
+#pragma once
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+
+namespace allotheque::detail {
+
+inline void write_err(const char* s) noexcept {
+    std::size_t n = 0;
+    while (s[n]) ++n;
+    while (n > 0) {
+        const ssize_t w = ::write(2, s, n);
+        if (w <= 0) return;
+        s += w;
+        n -= static_cast<std::size_t>(w);
+    }
+}
+
+// "<who>: <what>[ in <where>]: 0x<pointer>" and abort().
+[[noreturn, gnu::cold]] inline void fail(const char* who, const char* what, const char* where, const void* p) noexcept {
+    char hex[2 + 16 + 2] = "0x";
+    auto v = reinterpret_cast<std::uintptr_t>(p);
+    for (int i = 0; i < 16; ++i) hex[2 + i] = "0123456789abcdef"[(v >> (60 - 4 * i)) & 0xf];
+    hex[18] = '\n';
+    hex[19] = '\0';
+    write_err(who);
+    write_err(": ");
+    write_err(what);
+    if (where) {
+        write_err(" in ");
+        write_err(where);
+    }
+    write_err(": ");
+    write_err(hex);
+    std::abort();
+}
+[[noreturn, gnu::cold]] inline void fail(const char* who, const char* what, const void* p) noexcept {
+    fail(who, what, nullptr, p);
+}
+
+} // namespace allotheque::detail

@@ -1,0 +1,191 @@
+// The default source: large reserved address ranges ("arenas"), committed on
+// demand, shared by every heap of the process.
+//
+// Why: the paper took memory with sbrk so that consecutive refills land next
+// to each other. The program break belongs to the C library, though (glibc's
+// malloc moves it too, and two movers corrupt each other), so this source
+// keeps the property without touching the break: it reserves an arena of
+// address space with one mmap(MAP_NORESERVE) — pages cost nothing until they
+// are touched — and hands out consecutive ranges from it, so consecutive
+// requests are adjacent, as with sbrk.
+//
+// Ranges given back are decommitted at once (madvise(MADV_DONTNEED): the pages
+// leave the resident set and read as zero), merged with free neighbours in the
+// same arena and reused, best fit, lowest address first. An arena that becomes
+// entirely free is unmapped, except the last one left. Arenas start at 64 MiB
+// and double up to 1 GiB; when the system refuses a reservation (a tight
+// `ulimit -v`, strict overcommit) the size is halved down to the request.
+//
+// Thread-safe (one mutex; the heaps above ask it only to grow, rarely) and
+// fork-safe (the mutex is taken around fork; registered on first use).
+// Addresses the heap gives back must be ranges it got, as for every source.
+#pragma once
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <new>
+
+#include <boost/intrusive/list.hpp>
+
+#include <allotheque/backend/range_set.hpp>
+#include <allotheque/backend/record_pool.hpp>
+#include <allotheque/backend/span.hpp>
+#include <allotheque/detail/bits.hpp>
+#include <allotheque/sources/mmap_source.hpp>
+#include <allotheque/sources/source.hpp>
+
+namespace allotheque {
+
+class arena_source {
+public:
+    static constexpr bool zeroed = true;
+    static constexpr bool thread_safe = true;
+    static constexpr std::size_t first_arena = std::size_t{64} << 20;
+    static constexpr std::size_t max_arena = std::size_t{1} << 30;
+
+    void* allocate(std::size_t n, const void* /*near: ranges are handed out in address order*/) noexcept {
+        state& st = shared();
+        st.register_fork_handlers();
+        std::lock_guard g(st.lock);
+        backend::span* f = st.free.best_fit(n);
+        if (!f && !st.reserve(n)) return nullptr;
+        if (!f) f = st.free.best_fit(n);
+        std::byte* p = f->base;
+        if (f->bytes == n) {
+            st.free.erase(f);
+            st.records.recycle(f);
+        } else {
+            st.free.shrink_front(f, n);
+        }
+        st.handed_out += n;
+        return p;
+    }
+
+    void deallocate(void* p, std::size_t n) noexcept {
+        state& st = shared();
+        ::madvise(p, n, MADV_DONTNEED);   // the pages leave the resident set now
+        std::lock_guard g(st.lock);
+        st.handed_out -= n;
+        auto* b = static_cast<std::byte*>(p);
+        backend::span* arena = st.arena_of(b);
+        backend::span* r = st.records.make(st.meta);
+        if (!arena || !r) {
+            // Not ours (a caller bug), or no record for it: unmap rather than
+            // keep a range nobody can describe.
+            if (r) st.records.recycle(r);
+            ::munmap(p, n);
+            return;
+        }
+        r->base = b;
+        r->bytes = n;
+        r->region = arena;
+        r = st.free.insert(r, [&st](backend::span* x) noexcept { st.records.recycle(x); });
+        if (r->base == arena->base && r->bytes == arena->bytes && st.arena_count > 1) {
+            st.free.erase(r);
+            st.records.recycle(r);
+            st.unmap_arena(arena);
+        }
+    }
+
+    bool decommit(void* p, std::size_t n) noexcept { return ::madvise(p, n, MADV_DONTNEED) == 0; }
+
+    // Process-wide figures (for tests and stats): address space reserved, and
+    // bytes handed out to heaps now.
+    static std::size_t reserved_bytes() noexcept {
+        std::lock_guard g(shared().lock);
+        return shared().reserved;
+    }
+    static std::size_t handed_out_bytes() noexcept {
+        std::lock_guard g(shared().lock);
+        return shared().handed_out;
+    }
+
+    // Fork protocol for code that registers its own handlers and must order
+    // its locks before this one (the malloc replacement): lock before fork,
+    // unlock in both processes after.
+    static void prefork() noexcept { shared().lock.lock(); }
+    static void postfork() noexcept { shared().lock.unlock(); }
+
+private:
+    struct state {
+        std::mutex lock;
+        backend::range_set free;
+        backend::record_pool<backend::span> records;
+        mmap_source meta;
+        backend::bi::list<backend::span, backend::bi::member_hook<backend::span, backend::span::list_hook, &backend::span::by_age>,
+                 backend::bi::constant_time_size<false>>
+            arenas;
+        std::size_t arena_count = 0, reserved = 0, handed_out = 0;
+        std::size_t next_size = first_arena;
+        std::atomic<bool> fork_registered{false};
+
+        void register_fork_handlers() noexcept {
+            if (fork_registered.load(std::memory_order_acquire)) return;
+            bool expected = false;
+            // Set before registering: pthread_atfork may allocate, and that
+            // allocation may come back here.
+            if (fork_registered.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
+                ::pthread_atfork(&arena_source::prefork, &arena_source::postfork, &arena_source::postfork);
+        }
+
+        bool reserve(std::size_t n) noexcept {
+            backend::span* a = records.make(meta);
+            backend::span* f = a ? records.make(meta) : nullptr;
+            if (!f) {
+                if (a) records.recycle(a);
+                return false;
+            }
+            std::size_t size = next_size > n ? next_size : detail::round_up(n, detail::page_size);
+            void* m = MAP_FAILED;
+            for (;;) {
+                m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                if (m != MAP_FAILED || size <= n) break;
+                size = detail::round_up(size / 2 > n ? size / 2 : n, detail::page_size);
+            }
+            if (m == MAP_FAILED) {
+                records.recycle(f);
+                records.recycle(a);
+                return false;
+            }
+            if (next_size < max_arena) next_size *= 2;
+            a->base = static_cast<std::byte*>(m);
+            a->bytes = size;
+            a->state = backend::span_state::region;
+            arenas.push_back(*a);
+            ++arena_count;
+            reserved += size;
+            f->base = a->base;
+            f->bytes = size;
+            f->region = a;
+            free.insert(f, [this](backend::span* x) noexcept { records.recycle(x); });
+            return true;
+        }
+        backend::span* arena_of(const std::byte* p) noexcept {
+            for (backend::span& a : arenas)
+                if (a.contains(p)) return &a;
+            return nullptr;
+        }
+        void unmap_arena(backend::span* a) noexcept {
+            arenas.erase(arenas.iterator_to(*a));
+            --arena_count;
+            reserved -= a->bytes;
+            ::munmap(a->base, a->bytes);
+            records.recycle(a);
+        }
+    };
+
+    // Never destroyed: heaps in static storage give memory back during exit,
+    // after every static destructor may have run.
+    static state& shared() noexcept {
+        alignas(state) static unsigned char storage[sizeof(state)];
+        static state* s = ::new (static_cast<void*>(storage)) state();
+        return *s;
+    }
+};
+
+static_assert(source<arena_source> && decommitting_source<arena_source>);
+
+} // namespace allotheque
