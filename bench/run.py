@@ -804,20 +804,39 @@ def micro_tables(micro):
     ko = micro["kingsley_overhead"]
     ratio = None
     if ko:
+        # Allocators are named "<family>.<variant>": composed (the ready-made
+        # heap), never (the same with reclaim_policy::never) and plain (the
+        # hand-written twin).
         idx = {(r["pattern"], r["size"], r["allocator"]): r.get("ns_per_pair") for r in ko if "pattern" in r}
-        rows, ratios = [], []
+        families = sorted({a.split(".")[0] for (_, _, a) in idx if "." in a})
         order = {"lifo": 0, "random": 1, "churn": 2}
-        for (p, s, a) in sorted(idx, key=lambda k: (order.get(k[0], 9), k[1])):
-            if a != "composed":
-                continue
-            c, h = idx.get((p, s, "composed")), idx.get((p, s, "plain"))
-            rt = c / h if c and h else None
-            ratios.append(rt)
-            rows.append(["{} {} B".format(p, s), fmt(c, "{:.2f}"), fmt(h, "{:.2f}"), fmt(rt, "{:.3f}")])
-        ratio = gmean(ratios)
-        rows.append(["geomean", "", "", fmt(ratio, "{:.3f}")])
-        parts.append("### kingsley_overhead: composed kingsley_heap vs hand-written Kingsley\n\n" +
-                     table(rows, ["pattern", "composed ns", "plain ns", "composed / plain"]))
+        keys = sorted({(p, s) for (p, s, _) in idx}, key=lambda k: (order.get(k[0], 9), k[1]))
+        rows, ratios = [], {}
+        for (p, s) in keys:
+            row = ["{} {} B".format(p, s)]
+            for f in families:
+                h = idx.get((p, s, f + ".plain"))
+                c = idx.get((p, s, f + ".composed"))
+                n = idx.get((p, s, f + ".never"))
+                rc = c / h if c and h else None
+                rn = n / h if n and h else None
+                ratios.setdefault((f, "composed"), []).append(rc)
+                ratios.setdefault((f, "never"), []).append(rn)
+                row += [fmt(c, "{:.2f}"), fmt(h, "{:.2f}"), fmt(rc, "{:.3f}"), fmt(rn, "{:.3f}")]
+            rows.append(row)
+        geo = ["geomean"]
+        for f in families:
+            geo += ["", "", fmt(gmean(ratios.get((f, "composed"), [])), "{:.3f}"),
+                    fmt(gmean(ratios.get((f, "never"), [])), "{:.3f}")]
+        rows.append(geo)
+        head = ["pattern"]
+        for f in families:
+            head += ["{} composed ns".format(f), "{} plain ns".format(f), "{} composed / plain".format(f),
+                     "{} never / plain".format(f)]
+        ratio = {f: {"composed": gmean(ratios.get((f, "composed"), [])), "never": gmean(ratios.get((f, "never"), []))}
+                 for f in families}
+        parts.append("### Composed heaps vs hand-written twins (ns per pair; `never`: reclaim_policy::never, as "
+                     "the twins give nothing back)\n\n" + table(rows, head))
     for name, rows in micro["other"].items():
         t = [[r["name"], fmt(r.get("real_time"), "{:.1f}"), r.get("time_unit", "")] for r in rows]
         parts.append("### {}\n\n".format(name) + table(t, ["benchmark", "real time", "unit"]))
@@ -858,6 +877,63 @@ def run_trace_section(args, bdir, report_dir, scale):
         text = "\n".join("##" + line if line.startswith("#") else line for line in text.splitlines())
         md += [text, "", "({}: {:.0f} s; files in {}/)".format(title, time.time() - t, sub), ""]
     return md, errors
+
+
+# ---------------------------------------------------------------------------
+# Back end section: bench/backend/backend_bench.cpp (`backend_bench`): large
+# block churn and the memory given back after a workload frees everything,
+# for the malloc baselines (LD_PRELOAD), every allotheque malloc library and
+# allotheque heaps used directly.
+# ---------------------------------------------------------------------------
+BACKEND_HEAPS = ["segregated", "kingsley", "velox", "lea"]
+
+
+def run_backend_section(args, bdir):
+    exe = os.path.join(bdir, "bench", "backend_bench")
+    if not os.access(exe, os.X_OK):
+        return ["## Back end", "", "(backend_bench not built)", ""], {}, []
+    mallocs = threads_allocators(os.path.join(bdir, "bench", "threads_bench"), bdir, None, [])
+    targets = [(m["name"], m["preload"], "malloc") for m in mallocs] + \
+              [("heap:" + h, None, h) for h in BACKEND_HEAPS]
+    reps = 1 if args.quick else 3
+    steps = "20000" if args.quick else "100000"
+    runs, errors = [], []
+    for rep in range(reps):
+        for name, lib, heap in targets:
+            for wl in ("large_churn", "after_free"):
+                cmd = [exe, "--workload", wl, "--heap", heap, "--steps", steps]
+                try:
+                    p = subprocess.run(cmd, env=env_with_preload(lib), capture_output=True, text=True, timeout=300)
+                    rec = json.loads(p.stdout.strip().splitlines()[-1])
+                except Exception as e:   # noqa: BLE001
+                    errors.append("backend {} {}: {}".format(name, wl, e))
+                    continue
+                rec.update({"allocator": name, "workload": wl, "rep": rep})
+                runs.append(rec)
+    def med(name, key):
+        return statistics.median([r[key] for r in runs if r["allocator"] == name and key in r] or [float("nan")])
+    names = [t[0] for t in targets]
+    glibc_churn = med("glibc", "large_churn_ns_per_step")
+    rows, summary = [], {}
+    for n in names:
+        churn = med(n, "large_churn_ns_per_step")
+        after = med(n, "given_back_after_free")
+        trimmed = med(n, "given_back_after_trim")
+        peak = med(n, "after_free_peak_bytes")
+        summary[n] = {"large_churn_ns": churn, "large_churn_vs_glibc": churn / glibc_churn if glibc_churn else None,
+                      "given_back_after_free": after, "given_back_after_trim": trimmed}
+        rows.append([n, fmt(churn / 1000, "{:.1f}"), fmt(churn / glibc_churn if glibc_churn else None, "{:.2f}"),
+                     fmt(peak / 2**20, "{:.0f}"), fmt(100 * after, "{:.0f} %"), fmt(100 * trimmed, "{:.0f} %")])
+    text = table(rows, ["allocator", "large churn µs/step", "vs glibc", "peak MiB", "given back after free",
+                        "after one trim"])
+    log("\nBack end: large-block churn and memory given back\n" + text)
+    md = ["## Back end: large blocks and memory given back", "",
+          "`backend_bench` (bench/backend): *large churn* keeps 32 blocks of 64 KiB - 1 MiB live and replaces a "
+          "random one per step (first and last page written); *given back* is the share of a 100 MB workload's "
+          "resident peak (blocks of 16 B - 1 MiB) that left the resident set right after everything was freed, "
+          "and after one trim (`malloc_trim(0)`, or the heap's `trim()`). Medians of {} runs; `heap:` rows use the "
+          "header-only heap directly, the others are mallocs under LD_PRELOAD.".format(reps), "", text, ""]
+    return md, {"runs": runs, "summary": summary}, errors
 
 
 def report_preamble():
@@ -1074,6 +1150,9 @@ def main():
     ap.add_argument("--order-workloads", default="map,graph", help="comma-separated: map,set,graph")
     ap.add_argument("--order-reps", type=int, default=None, help="repetitions in the order section (default 3; "
                     "--quick: 1)")
+    ap.add_argument("--backend", dest="backend", action="store_true", default=True,
+                    help="back end section (default): large-block churn, memory given back (bench/backend)")
+    ap.add_argument("--no-backend", dest="backend", action="store_false")
     ap.add_argument("--timeout", type=float, default=900)
     t = ap.add_argument_group("threads section (bench/threads, multi-threaded malloc throughput)")
     t.add_argument("--threads", dest="threads", action="store_true", default=True, help="run it (default)")
@@ -1203,6 +1282,10 @@ def main():
     if args.threads:
         threads_rows, threads_runs, threads_md, threads_errors = run_threads_section(args, bdir, report_dir)
         errors += threads_errors
+    backend_md, backend_details = [], {}
+    if args.backend:
+        backend_md, backend_details, backend_errors = run_backend_section(args, bdir)
+        errors += backend_errors
     order_md, order_details = [], {}
     if args.order:
         order_md, order_details, order_errors = run_order_section(args, bdir, scale)
@@ -1254,10 +1337,13 @@ def main():
     if micro_md:
         log("\n" + micro_md)
         md += ["## Micro-benchmarks", "", micro_md, ""]
-        if k_ratio:
-            md += ["Composed Kingsley / hand-written Kingsley, geometric mean: **{:.3f}**".format(k_ratio), ""]
+        for fam, r in (k_ratio or {}).items():
+            md += ["Composed {0} / hand-written {0}, geometric mean over the patterns: **{1}** (default heap), "
+                   "**{2}** (reclaim_policy::never, like the twin)".format(fam, fmt(r["composed"], "{:.3f}"),
+                                                                          fmt(r["never"], "{:.3f}")), ""]
     made = plots(report_dir, [r for r in results if r.get("seconds") is not None], programs, allocators,
                  variants, cg)
+    md += backend_md
     md += order_md
     md += ["## Plots", ""]
     for title, f in made:
@@ -1270,14 +1356,15 @@ def main():
            "jobs": args.jobs, "allocators": allocators,
            "programs": programs, "runs": runs, "cachegrind": cg, "micro": micro, "errors": errors,
            "checksum_mismatches": {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()},
-           "kingsley_composed_over_plain": k_ratio, "threads_runs": threads_runs, "order": order_details,
+           "composed_over_plain": k_ratio, "threads_runs": threads_runs, "order": order_details,
+           "backend": backend_details,
            "elapsed_seconds": elapsed}
     with open(os.path.join(report_dir, "details.json"), "w") as f:
         json.dump(doc, f, indent=1)
     if args.micro:
         with open(os.path.join(report_dir, "micro.json"), "w") as f:
             json.dump({"alloc_patterns": micro["alloc_patterns"], "kingsley_overhead": micro["kingsley_overhead"],
-                       "kingsley_composed_over_plain_geomean": k_ratio, "other": micro["other"]}, f, indent=1)
+                       "composed_over_plain_geomean": k_ratio, "other": micro["other"]}, f, indent=1)
     # Profiler section: how much the tracer slows the suite down, and whether
     # replaying each program's trace ranks the allocators as the runs above
     # did (bench/trace/*.py; they read this run's results.json).

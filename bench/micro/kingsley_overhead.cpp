@@ -1,7 +1,8 @@
-// The zero-overhead check: the composed allotheque::kingsley_heap<> against a
-// Kingsley allocator written plainly below (power-of-two free lists, a page
-// refill cut into chunks of the class, lowest address on top), on the same
-// sizes and patterns as alloc_patterns. run.py reports composed / plain.
+// The zero-overhead check: the composed allotheque::kingsley_heap<> and
+// quickfit_heap<> against their twins written plainly below (a free list per
+// class, a page refill cut into chunks of the class, lowest address on top),
+// on the same sizes and patterns as alloc_patterns. run.py reports composed /
+// plain per family, geometric mean over the patterns.
 #include <benchmark/benchmark.h>
 #include <sys/mman.h>
 
@@ -16,16 +17,36 @@
 
 namespace {
 
-class plain_kingsley {
+// Size classes of the hand-written twins, written as plainly as they come.
+struct kingsley_classes {   // powers of two from 8
+    static constexpr int count = 48;
+    static int index(std::size_t n) noexcept { return std::countr_zero(std::bit_ceil(n < 8 ? std::size_t{8} : n)); }
+    static std::size_t size(int k) noexcept { return std::size_t{1} << k; }
+};
+struct quickfit_classes {   // every 8 bytes to 128, then powers of two
+    static constexpr int count = 64;
+    static int index(std::size_t n) noexcept {
+        if (n <= 128) return static_cast<int>((n < 8 ? 8 : n + 7) / 8);
+        return 16 + static_cast<int>(std::bit_width(n - 1)) - 7;
+    }
+    static std::size_t size(int k) noexcept { return k <= 16 ? static_cast<std::size_t>(k) * 8 : std::size_t{1} << (k - 16 + 7); }
+};
+
+// A segregated free-list allocator written plainly: one list per class, a
+// refill cuts one page (or one chunk when larger) into chunks of the class,
+// lowest address on top; memory from 1 MiB mmap arenas.
+template <class Classes>
+class plain_heap {
     struct node {
         node* next;
     };
     static constexpr std::size_t page = 4096;
     static constexpr std::size_t arena = std::size_t{1} << 20;
-    node* free_[48] = {};
+    node* free_[Classes::count] = {};
     std::byte* wild_ = nullptr;
     std::byte* wild_end_ = nullptr;
     std::vector<void*> arenas_;
+    std::vector<std::size_t> sizes_;
 
     std::byte* take(std::size_t bytes) {
         if (wild_ == nullptr || static_cast<std::size_t>(wild_end_ - wild_) < bytes) {
@@ -41,28 +62,26 @@ class plain_kingsley {
         wild_ += bytes;
         return p;
     }
-    std::vector<std::size_t> sizes_;
 
 public:
     static constexpr bool is_heap = false;
-    plain_kingsley() = default;
-    plain_kingsley(const plain_kingsley&) = delete;
-    plain_kingsley& operator=(const plain_kingsley&) = delete;
-    ~plain_kingsley() {
+    plain_heap() = default;
+    plain_heap(const plain_heap&) = delete;
+    plain_heap& operator=(const plain_heap&) = delete;
+    ~plain_heap() {
         for (std::size_t i = 0; i < arenas_.size(); ++i) ::munmap(arenas_[i], sizes_[i]);
     }
 
     void* allocate(std::size_t n, const void*) {
-        const std::size_t s = std::bit_ceil(n < 8 ? std::size_t{8} : n);
-        const int k = std::countr_zero(s);
+        const int k = Classes::index(n);
         if (node* p = free_[k]) {
             free_[k] = p->next;
             return p;
         }
-        // Refill: one page (or one chunk when larger) cut into chunks of s bytes.
+        const std::size_t s = Classes::size(k);
         const std::size_t span = s > page ? s : page;
         std::byte* p = take(span);
-        for (std::size_t off = span - s; off >= s; off -= s) {
+        for (std::size_t off = span / s * s - s; off >= s; off -= s) {
             auto* c = reinterpret_cast<node*>(p + off);
             c->next = free_[k];
             free_[k] = c;
@@ -70,12 +89,12 @@ public:
         return p;
     }
     void deallocate(void* q, std::size_t n) noexcept {
-        const int k = std::countr_zero(std::bit_ceil(n < 8 ? std::size_t{8} : n));
+        const int k = Classes::index(n);
         auto* c = static_cast<node*>(q);
         c->next = free_[k];
         free_[k] = c;
     }
-    const char* name() const noexcept { return "plain_kingsley"; }
+    const char* name() const noexcept { return "plain"; }
 };
 
 using namespace bench;
@@ -92,7 +111,17 @@ void run(benchmark::State& st) {
     BENCHMARK(run<P, random_free<P>>)->Name("random/" label)->Arg(16)->Arg(32)->Arg(64);     \
     BENCHMARK(run<P, churn<P>>)->Name("churn/" label)->Arg(16)->Arg(32)->Arg(64);
 
-ALLOTHEQUE_PATTERNS(raw::kingsley_policy, "composed")
-ALLOTHEQUE_PATTERNS(plain_kingsley, "plain")
+// "composed" is the ready-made heap as users get it; "never" the same with
+// reclaim_policy::never: the twins give nothing back while they run either.
+using never = allotheque::configured<allotheque::heap_config{.reclaim = allotheque::reclaim_policy::never}>;
+using kingsley_never = raw::heap_policy<allotheque::kingsley_heap<allotheque::arena_source, never>>;
+using quickfit_never = raw::heap_policy<allotheque::quickfit_heap<allotheque::arena_source, never>>;
+
+ALLOTHEQUE_PATTERNS(raw::kingsley_policy, "kingsley.composed")
+ALLOTHEQUE_PATTERNS(kingsley_never, "kingsley.never")
+ALLOTHEQUE_PATTERNS(plain_heap<kingsley_classes>, "kingsley.plain")
+ALLOTHEQUE_PATTERNS(raw::quickfit_policy, "quickfit.composed")
+ALLOTHEQUE_PATTERNS(quickfit_never, "quickfit.never")
+ALLOTHEQUE_PATTERNS(plain_heap<quickfit_classes>, "quickfit.plain")
 
 } // namespace

@@ -1,10 +1,14 @@
-// Writing a hash function: `quarter_pow2`, size classes a quarter of a power
-// of two apart (40, 48, 56, 64, 80, 96, ...), so a block wastes less than a
-// quarter of its size, against up to half with Kingsley's powers of two.
+// Writing a hash function: `fibonacci_classes`, chunk sizes that grow like the
+// Fibonacci numbers (8, 16, 24, 40, 64, 104, 168, ..., each the sum of the two
+// before, as in the Fibonacci buddy system): classes a factor of about 1.6
+// apart, so fewer classes than quarter-power-of-two spacing and less waste
+// than Kingsley's powers of two. It also shows `classify`, the optional member
+// that finds a size's chunk size and class in one step.
 // See docs/extending.md, "Writing a hash function".
 #include <allotheque/allotheque.hpp>
 
-#include <bit>
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -12,42 +16,44 @@
 
 namespace al = allotheque;
 
-struct quarter_pow2 {
+struct fibonacci_classes {
+    // The chunk sizes, up to past the heap's large threshold (64 KiB).
+    static constexpr auto sizes = [] {
+        std::array<std::size_t, 20> s{8, 16};
+        for (std::size_t i = 2; i < s.size(); ++i) s[i] = s[i - 1] + s[i - 2];
+        return s;
+    }();
+    static_assert(sizes.back() > 64 * 1024);
+
     static constexpr bool exact = true;   // each class holds one chunk size
 
-    // The chunk size that serves n bytes: a multiple of 8 up to 32, then the
-    // next multiple of 2^(k-2) for 2^k < n <= 2^(k+1).
-    static constexpr std::size_t round(std::size_t n) noexcept {
-        if (n <= 32) return n <= 8 ? 8 : (n + 7) / 8 * 8;
-        const unsigned k = static_cast<unsigned>(std::bit_width(n - 1)) - 1;
-        const std::size_t step = std::size_t{1} << (k - 2);
-        return (n + step - 1) / step * step;
+    // The first class whose size is >= n, and that size (one binary search).
+    static constexpr al::size_class classify(std::size_t n) noexcept {
+        const auto it = std::lower_bound(sizes.begin(), sizes.end(), n);
+        if (it == sizes.end()) return {n, sizes.size()};   // beyond the table: the heap serves it directly
+        return {*it, static_cast<std::size_t>(it - sizes.begin())};
     }
-    // Classes 0-3: 8..32; then four per power of two.
+    static constexpr std::size_t round(std::size_t n) noexcept { return classify(n).size; }
     template <class Attr>
     static constexpr std::size_t index_of(typename Attr::value_type n) noexcept {
-        const std::size_t s = round(n);
-        if (s <= 32) return s / 8 - 1;
-        const unsigned k = static_cast<unsigned>(std::bit_width(s - 1)) - 1;
-        return 4 + (k - 5) * 4 + (s >> (k - 2)) - 5;
+        return classify(n).index;
     }
-    // 64 classes cover sizes up to 2^17 (the heap serves larger ones directly).
     template <class Attr, class Header, class Init>
-    using index = al::dense_index<64, Header, Init>;
+    using index = al::dense_index<sizes.size() + 1, Header, Init>;
 };
-static_assert(al::hash_function<quarter_pow2, al::size> && al::size_segregation<quarter_pow2>);
-static_assert(quarter_pow2::index_of<al::size>(64 * 1024) < 64);
+static_assert(al::hash_function<fibonacci_classes, al::size> && al::size_segregation<fibonacci_classes>);
 
-using quarter_heap = al::heap<al::hash_table<al::size, al::list<void>, al::match_only, quarter_pow2>>;
+using fibonacci_heap = al::heap<al::hash_table<al::size, al::list<void>, al::match_only, fibonacci_classes>>;
 
 int main() {
     int failures = 0;
-    // The classes: consecutive indices, rounding idempotent, waste < 25% above 32 bytes.
+    // The classes: consecutive, rounding idempotent, a chunk never more than
+    // 1.625 times its request above 16 bytes (the ratio of consecutive sizes).
     std::size_t previous_class = 0;
     for (std::size_t n = 1; n <= 64 * 1024; ++n) {
-        const std::size_t s = quarter_pow2::round(n), c = quarter_pow2::index_of<al::size>(n);
-        const bool ok = s >= n && quarter_pow2::round(s) == s && quarter_pow2::index_of<al::size>(s) == c &&
-                        (c == previous_class || c == previous_class + 1) && (n <= 32 || (s - n) * 4 < n);
+        const std::size_t s = fibonacci_classes::round(n), c = fibonacci_classes::index_of<al::size>(n);
+        const bool ok = s >= n && fibonacci_classes::round(s) == s && fibonacci_classes::index_of<al::size>(s) == c &&
+                        (c == previous_class || c == previous_class + 1) && (n <= 16 || s * 1000 <= n * 1625);
         if (!ok) {
             std::printf("FAIL: size %zu -> chunk %zu, class %zu\n", n, s, c);
             ++failures;
@@ -55,25 +61,26 @@ int main() {
         previous_class = c;
     }
     std::printf("sizes 1..65536 fall in %zu classes:", previous_class + 1);
-    for (std::size_t n : {1, 24, 33, 65, 100, 1000, 5000}) std::printf(" %zu->%zu", n, quarter_heap::good_size(n));
+    for (std::size_t n : {1, 20, 41, 100, 1000, 5000}) std::printf(" %zu->%zu", n, fibonacci_heap::good_size(n));
     std::puts("");
 
-    // Average waste on random sizes, against Kingsley's powers of two.
+    // Mean waste on random sizes, against Kingsley's powers of two.
     std::mt19937_64 rng(1);
     std::uniform_int_distribution<std::size_t> size(1, 4096);
-    double waste_quarter = 0, waste_kingsley = 0;
+    double waste_fibonacci = 0, waste_kingsley = 0;
     constexpr int samples = 100000;
     for (int i = 0; i < samples; ++i) {
         const std::size_t n = size(rng);
-        waste_quarter += double(quarter_heap::good_size(n) - n) / double(quarter_heap::good_size(n));
-        waste_kingsley += double(al::kingsley_heap<>::good_size(n) - n) / double(al::kingsley_heap<>::good_size(n));
+        const double f = double(fibonacci_heap::good_size(n)), k = double(al::kingsley_heap<>::good_size(n));
+        waste_fibonacci += (f - double(n)) / f;
+        waste_kingsley += (k - double(n)) / k;
     }
-    std::printf("mean waste on sizes 1..4096: quarter_pow2 %.1f%%, kingsley %.1f%%\n", 100 * waste_quarter / samples,
+    std::printf("mean waste on sizes 1..4096: fibonacci %.1f%%, kingsley %.1f%%\n", 100 * waste_fibonacci / samples,
                 100 * waste_kingsley / samples);
-    failures += !(waste_quarter < waste_kingsley);
+    failures += !(waste_fibonacci < waste_kingsley);
 
     // The heap in use: blocks of random sizes, filled, checked, freed, reused.
-    quarter_heap heap;
+    fibonacci_heap heap;
     struct block {
         unsigned char* p;
         std::size_t n;

@@ -32,6 +32,7 @@
 #include <allotheque/hashes/pow2_segregation.hpp>
 #include <allotheque/hashes/multiple_of.hpp>
 #include <allotheque/hashes/lea_bins.hpp>
+#include <allotheque/hashes/spaced_classes.hpp>
 #include <allotheque/hashes/identity.hpp>
 #include <allotheque/sources/source.hpp>
 #include <allotheque/sources/malloc_source.hpp>
@@ -50,6 +51,7 @@
 #include <allotheque/block_heap.hpp>
 #include <allotheque/allocators/kingsley.hpp>
 #include <allotheque/allocators/quickfit.hpp>
+#include <allotheque/allocators/segregated.hpp>
 #include <allotheque/allocators/velox.hpp>
 #include <allotheque/allocators/medius.hpp>
 #include <allotheque/allocators/defero.hpp>

@@ -14,7 +14,7 @@
 // Memory goes back while running: when a free leaves a span entirely free, the
 // heap keeps it as its spare if it has none and gives it to the back end
 // otherwise (policy `never`: keeps every span); large blocks go back when
-// freed. The back end keeps up to max(retain_bytes, peak / 16) free pages for
+// freed. The back end keeps up to max(retain_bytes, peak / 8) free pages for
 // reuse and returns the rest to the system. trim() gives everything free back.
 //
 // Guarantees: payloads aligned to 16 bytes (or to the requested alignment, a
@@ -63,7 +63,10 @@ public:
     using options = Options;
     static constexpr bool locality_aware = P::reads_address;
     static constexpr std::size_t granularity = tags::align;
+    // Every block can be aligned up to a page; large blocks (and requests made
+    // large by their alignment) up to max_large_alignment, inside their span.
     static constexpr std::size_t max_alignment = detail::page_size;
+    static constexpr std::size_t max_large_alignment = std::size_t{1} << 30;
     static constexpr std::size_t max_size = std::numeric_limits<std::ptrdiff_t>::max() / 2;
 
     block_heap() requires std::default_initializable<S> { P::init(root_); }
@@ -77,17 +80,17 @@ public:
 
     // Payload bytes a request of n bytes at alignment a really gets (0: refused).
     static constexpr std::size_t good_size(std::size_t n, std::size_t a = 0) noexcept {
-        if ((a != 0 && (!detail::is_pow2(a) || a > max_alignment)) || n > max_size) return 0;
-        if (is_large(n)) return large_bytes(n, a) - large_offset(a);
+        if ((a != 0 && (!detail::is_pow2(a) || a > max_large_alignment)) || n > max_size) return 0;
+        if (is_large(n, a)) return large_bytes(n, a) - large_offset(a);
         return P::block_for(n) - tags::in_use_overhead;
     }
 
     template <request_like R = request>
     [[nodiscard]] void* try_allocate(const R& r) noexcept {
-        if ((r.alignment != 0 && (!detail::is_pow2(r.alignment) || r.alignment > max_alignment)) ||
+        if ((r.alignment != 0 && (!detail::is_pow2(r.alignment) || r.alignment > max_large_alignment)) ||
             r.size > max_size)
             return nullptr;
-        if (is_large(r.size)) return allocate_large(r);
+        if (is_large(r.size, r.alignment)) return allocate_large(r);
         R q = r;
         q.size = P::block_for(r.size);
         std::byte* p = take(q);
@@ -143,7 +146,7 @@ public:
         span* sp = checked_span(q, "try_resize(p)");
         if (sp->state == state::large) {
             if (!is_large(n)) return false;
-            if (!spans_.resize(sp, large_bytes(n, sp->chunk > tags::align ? sp->chunk : 0))) return false;
+            if (!spans_.resize(sp, detail::round_up(sp->chunk + n, detail::page_size))) return false;
             sp->request = n;
             return true;
         }
@@ -189,9 +192,12 @@ public:
     S& source() noexcept { return spans_.pool().source(); }
 
 private:
-    static constexpr bool is_large(std::size_t n) noexcept { return n > cfg.large_threshold; }
+    static constexpr bool is_large(std::size_t n, std::size_t a = 0) noexcept {
+        return n > cfg.large_threshold || a > max_alignment;
+    }
     // A large block: its payload `offset` bytes into its span (16, or the
-    // alignment), the tags' head just before it flagged LARGE.
+    // alignment: at most that beyond a page), the tags' head just before it
+    // flagged LARGE; the span reserves the largest offset.
     static constexpr std::size_t large_offset(std::size_t a) noexcept { return a > tags::align ? a : tags::align; }
     static constexpr std::size_t large_bytes(std::size_t n, std::size_t a) noexcept {
         return detail::round_up(large_offset(a) + std::max<std::size_t>(n, 1), detail::page_size);
@@ -265,15 +271,16 @@ private:
     }
 
     [[gnu::noinline, gnu::cold]] void* allocate_large(const request& r) noexcept {
-        const std::size_t offset = large_offset(r.alignment);
         const std::size_t bytes = large_bytes(r.size, r.alignment);
         if (bytes == 0 || bytes < r.size) return nullptr;
         span* sp = spans_.open(bytes, r.hint, state::large, owner_tag_);
         if (!sp) return nullptr;
+        std::byte* payload = reinterpret_cast<std::byte*>(
+            detail::round_up(detail::address_of(sp->base) + tags::align, large_offset(r.alignment)));
+        const std::size_t offset = static_cast<std::size_t>(payload - sp->base);
         sp->chunk = static_cast<std::uint32_t>(offset);
         sp->request = r.size;
         note_held();
-        std::byte* payload = sp->base + offset;
         tags::head(tags::block_of(payload)) = offset | tags::in_use | tags::large;
         if (r.zero && sp->dirty) std::memset(payload, 0, sp->bytes - offset);
         return payload;

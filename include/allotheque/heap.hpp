@@ -12,18 +12,20 @@
 // and the chunk returns to every class it belongs to. deallocate(p) without a
 // size, usable_size(p), owns(p) and owner_of(p) find the span in the page map.
 //
-// Giving memory back (Options: heap_config::reclaim, retain_bytes):
+// Giving memory back (Options: heap_config::reclaim, reclaim_interval_ms,
+// retain_bytes, purge_delay_ms):
 //   - a large block goes back to the back end when freed; the back end keeps
-//     up to max(retain_bytes, peak / 16) free bytes for reuse (the large-block
-//     cache) and gives the rest to the system;
+//     up to max(retain_bytes, peak / 8) free bytes for reuse (the large-block
+//     cache) and gives older free pages to the system (span_pool.hpp);
 //   - small spans come back when all their chunks are free, found by a sweep:
 //     the partition is drained, its chunks counted per span, whole spans
 //     released and the others' chunks put back. Policy `threshold` (default)
-//     sweeps when the live bytes fall below 1/reclaim_ratio of the small-span
-//     bytes (then only after they halve again), every span at once when nothing
-//     is live, and before the heap grows while much of it is free; `eager`
-//     sweeps at one half; `never` only on trim() — but any heap sweeps before
-//     failing an allocation, so memory freed as one size serves another.
+//     sweeps from a refill, at most once per reclaim interval (1 s), so the
+//     allocate and free paths carry nothing for it; `eager` also counts live
+//     bytes and sweeps as soon as they fall below half the small spans (and
+//     releases every span when nothing is live), at a few nanoseconds per
+//     call; `never` sweeps only on trim(). Every heap sweeps before failing
+//     an allocation, so memory freed as one size serves another.
 //   - trim() sweeps and gives every free page back now.
 //
 // Guarantees: a block of good_size(n, a) bytes, aligned to `a` when given (a
@@ -50,7 +52,9 @@
 #include <allotheque/containers/partition.hpp>
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/detail/fail.hpp>
+#include <allotheque/detail/free_marks.hpp>
 #include <allotheque/detail/throwing_allocate.hpp>
+#include <allotheque/hashes/hash_function.hpp>
 #include <allotheque/heap_options.hpp>
 #include <allotheque/request.hpp>
 #include <allotheque/sources/arena_source.hpp>
@@ -100,7 +104,11 @@ class heap : public detail::throwing_allocate<heap<P, S, Options>> {
                   "container of the library has them); give a custom container those, or use reclaim_policy::never");
     using span = backend::span;
     using state = backend::span_state;
-    // Heaps with less than this in small spans never sweep on their own.
+    static constexpr bool classifies = requires(std::size_t n) { P::classify(n); };
+    // The live byte count exists for the eager policy's triggers only: the
+    // default policy puts nothing on the allocate and free paths.
+    static constexpr bool counts_live = sweepable_partition<P> && cfg.reclaim == reclaim_policy::eager;
+    // The threshold policy does not sweep heaps with less than this in small spans.
     static constexpr std::size_t reclaim_min = std::size_t{1} << 20;
 
 public:
@@ -109,8 +117,14 @@ public:
     using options = Options;
     // Whether the partition looks at the hint at all (decides the default hint policy).
     static constexpr bool locality_aware = P::reads_address;
-    static constexpr std::size_t granularity = 8;
+    static constexpr std::size_t granularity = cfg.granularity;
     static constexpr std::size_t min_chunk = detail::round_up(P::min_chunk, granularity);
+    // With heap_config::free_marks: where a freed chunk carries its mark (past
+    // every link the partition writes into a free chunk).
+    using marks = detail::free_marks<detail::round_up(P::min_chunk, 8)>;
+    static_assert(!cfg.free_marks || min_chunk >= marks::offset + 8,
+                  "allotheque::heap: free_marks needs chunks with a word past the partition's links; raise "
+                  "heap_config::granularity (16 makes room for every library partition)");
     // Every block can be aligned up to a page; large blocks (and requests made
     // large by their alignment) up to max_large_alignment, inside their span.
     static constexpr std::size_t max_alignment = detail::page_size;
@@ -134,15 +148,9 @@ public:
         // The common case first, in the fewest dependent steps: it sits on every
         // allocation and deallocation. Should the class size pass the threshold,
         // it is served as a large block of that size: allocate and deallocate agree.
-        if (a == 0 && n <= cfg.large_threshold) return P::round_size(std::max(detail::round_up(n, granularity), min_chunk));
-        if (a != 0 && (!detail::is_pow2(a) || a > max_large_alignment)) return 0;
-        if (n > max_size) return 0;
-        if (a > max_alignment) return detail::round_up(n == 0 ? 1 : n, 16);
-        const std::size_t step = std::max(a, granularity);
-        std::size_t s = P::round_size(detail::round_up(std::max(n, min_chunk), step));
-        if (a != 0 && detail::natural_alignment(s) < a) s = detail::round_up(s, a);
-        if (s > cfg.large_threshold) return detail::round_up(n == 0 ? 1 : n, std::max<std::size_t>(a, 16));
-        return s;
+        if (a == 0 && n <= cfg.large_threshold) [[likely]]
+            return P::round_size(std::max(detail::round_up(n, granularity), min_chunk));
+        return good_size_aligned(n, a);
     }
     // Whether (good_size, alignment) is served as a span of its own.
     static constexpr bool is_large(std::size_t good, std::size_t a = 0) noexcept {
@@ -151,26 +159,44 @@ public:
 
     template <request_like R = request>
     [[nodiscard]] void* try_allocate(const R& r) noexcept {
+        if constexpr (classifies) {
+            // The size is resolved to its class once, and the class travels down.
+            if (r.alignment == 0 && r.size <= cfg.large_threshold) [[likely]] {
+                const size_class c = P::classify(std::max(detail::round_up(r.size, granularity), min_chunk));
+                if (c.size <= cfg.large_threshold) [[likely]] {
+                    classified<R> q{r};
+                    q.size = c.size;
+                    q.class_index = c.index;
+                    return take(q);
+                }
+            }
+        }
         const std::size_t s = good_size(r.size, r.alignment);
         if (s == 0) return nullptr;
-        if (is_large(s, r.alignment)) return allocate_large(s, r);
+        if (is_large(s, r.alignment)) return allocate_large(s, r.hint, r.alignment, r.zero);
         R q = r;
         q.size = s;
-        std::byte* p = P::allocate(root_, q);
-        if (!p) p = refill(s, r.hint);
-        if (!p) return nullptr;
-        if constexpr (locality_aware) last_ = p;
-        live_ += s;
-        if (r.zero) std::memset(p, 0, s);
-        return p;
+        return take(q);
     }
 
     // `r` must carry the size (and alignment) given to allocate.
     void deallocate(void* p, const request& r) noexcept {
         if (!p) return;
+        if constexpr (classifies) {
+            if (r.alignment == 0 && r.size <= cfg.large_threshold) [[likely]] {
+                const size_class c = P::classify(std::max(detail::round_up(r.size, granularity), min_chunk));
+                if (c.size <= cfg.large_threshold) [[likely]] {
+                    if constexpr (cfg.free_marks) mark_freed(p);
+                    P::deallocate(root_, static_cast<std::byte*>(p), c.size, c.index);
+                    released(c.size);
+                    return;
+                }
+            }
+        }
         const std::size_t s = good_size(r.size, r.alignment);
         if (s == 0) return;   // no allocation can have had this size
         if (is_large(s, r.alignment)) return deallocate_large(static_cast<std::byte*>(p));
+        if constexpr (cfg.free_marks) mark_freed(p);
         P::deallocate(root_, static_cast<std::byte*>(p), s);
         released(s);
     }
@@ -179,9 +205,32 @@ public:
     void deallocate(void* p) noexcept {
         if (!p) return;
         span* sp = span_of(p, "deallocate(p)");
-        if (sp->state == state::large) return deallocate_large(static_cast<std::byte*>(p));
-        P::deallocate(root_, static_cast<std::byte*>(p), sp->chunk);
-        released(sp->chunk);
+        deallocate(p, *sp);
+    }
+    // Without a size, the span already looked up (span_of_any(p) by the caller,
+    // who checked it is this heap's): what the malloc replacement's free uses.
+    void deallocate(void* p, span& sp) noexcept {
+        if (sp.state == state::large) return deallocate_large(static_cast<std::byte*>(p));
+        if constexpr (cfg.free_marks) mark_freed(p);
+        P::deallocate(root_, static_cast<std::byte*>(p), sp.chunk);
+        released(sp.chunk);
+    }
+    // The span holding p if p is the start of a block of any heap of this
+    // process (this kind of heap's spans), nullptr otherwise.
+    static span* span_of_any(const void* p) noexcept {
+        span* sp = backend::page_map::instance().find(p);
+        if (!sp) return nullptr;
+        if (sp->state == state::small) return sp->chunk_start(p) ? sp : nullptr;
+        if (sp->state == state::large) return sp->base + sp->chunk == p ? sp : nullptr;
+        return nullptr;
+    }
+    // The mark of a chunk whose free must be refused (see free_marks), for a
+    // caller that queues frees elsewhere: true if p already looks freed.
+    static bool looks_freed(const void* p) noexcept
+        requires(cfg.free_marks)
+    {
+        const std::uint64_t w = marks::word(const_cast<void*>(p));
+        return w == marks::local(p) || w == marks::remote(p);
     }
 
     // Bytes usable at p (the chunk or large block's size); 0 for nullptr.
@@ -289,6 +338,30 @@ public:
     typename P::header_type& root() noexcept { return root_; }
 
 private:
+    // q.size is a chunk size; from the partition, or a refill when it has none.
+    template <request_like R>
+    void* take(const R& q) noexcept {
+        std::byte* p = P::allocate(root_, q);
+        if (!p) [[unlikely]] p = refill(q.size, q.hint);
+        if (!p) return nullptr;
+        if constexpr (locality_aware) last_ = p;
+        if constexpr (cfg.free_marks) marks::word(p) = 0;
+        if constexpr (counts_live) live_ += q.size;
+        if (q.zero) std::memset(p, 0, q.size);
+        return p;
+    }
+
+    static constexpr std::size_t good_size_aligned(std::size_t n, std::size_t a) noexcept {
+        if (a != 0 && (!detail::is_pow2(a) || a > max_large_alignment)) return 0;
+        if (n > max_size) return 0;
+        if (a > max_alignment) return detail::round_up(n == 0 ? 1 : n, 16);
+        const std::size_t step = std::max(a, granularity);
+        std::size_t s = P::round_size(detail::round_up(std::max(n, min_chunk), step));
+        if (a != 0 && detail::natural_alignment(s) < a) s = detail::round_up(s, a);
+        if (s > cfg.large_threshold) return detail::round_up(n == 0 ? 1 : n, std::max<std::size_t>(a, 16));
+        return s;
+    }
+
     // Whole pages holding at least one chunk, with at most 1/8 of the span
     // unused at its end (no chunk of another size may live there).
     static constexpr std::size_t span_for(std::size_t s) noexcept {
@@ -301,20 +374,21 @@ private:
     [[gnu::noinline, gnu::cold]] std::byte* refill(std::size_t s, const void* hint) noexcept {
         const std::size_t bytes = span_for(s);
         if constexpr (sweepable_partition<P> && cfg.reclaim != reclaim_policy::never) {
-            // Reuse what is free as other sizes before the back end grows; at
-            // most once per doubling of the small spans, so a heap whose free
-            // chunks cannot be released does not sweep on every growth.
-            const std::size_t held = small_bytes();
-            if (held >= growth_sweep_at_ && held - live_ >= std::max(reclaim_min, held / 4) &&
-                !spans_.pool().can_take(bytes)) {
-                sweep();
-                growth_sweep_at_ = 2 * small_bytes();
+            // The threshold policy's one trigger, off the fast paths: a refill
+            // sweeps (giving fully free spans back, so that memory freed as one
+            // size serves another) at most once per reclaim interval.
+            if (small_bytes() >= reclaim_min) {
+                const std::uint64_t now = backend::now_ms();
+                if (now - last_reclaim_ms_ >= cfg.reclaim_interval_ms) {
+                    last_reclaim_ms_ = now;
+                    sweep();
+                }
             }
         }
         span* sp = spans_.open(bytes, hint, state::small, owner_tag_);
         if (!sp && sweep_for_memory()) sp = spans_.open(bytes, hint, state::small, owner_tag_);
         if (!sp) return nullptr;
-        sp->chunk = static_cast<std::uint32_t>(s);
+        sp->set_chunk(static_cast<std::uint32_t>(s));
         if (!P::prepare(root_, sp->base, bytes)) {
             spans_.close(sp);
             return nullptr;
@@ -327,19 +401,22 @@ private:
 
     // A large block is a span of its own; aligned beyond a page, its payload
     // starts `chunk` bytes in and the page holding the payload maps to it.
-    [[gnu::noinline, gnu::cold]] void* allocate_large(std::size_t s, const request& r) noexcept {
-        const std::size_t slack = r.alignment > detail::page_size ? r.alignment - detail::page_size : 0;
+    // (By value: a request passed by reference here would have to live in
+    // memory on every caller's fast path.)
+    [[gnu::noinline, gnu::cold]] void* allocate_large(std::size_t s, const void* hint, std::size_t alignment,
+                                                      bool zero) noexcept {
+        const std::size_t slack = alignment > detail::page_size ? alignment - detail::page_size : 0;
         const std::size_t bytes = detail::round_up(s, detail::page_size) + slack;
         if (bytes < s || bytes - slack == 0) return nullptr;
-        span* sp = spans_.open(bytes, r.hint, state::large, owner_tag_);
-        if (!sp && sweep_for_memory()) sp = spans_.open(bytes, r.hint, state::large, owner_tag_);
+        span* sp = spans_.open(bytes, hint, state::large, owner_tag_);
+        if (!sp && sweep_for_memory()) sp = spans_.open(bytes, hint, state::large, owner_tag_);
         if (!sp) return nullptr;
-        std::byte* payload = slack ? reinterpret_cast<std::byte*>(detail::round_up(detail::address_of(sp->base), r.alignment))
-                                   : sp->base;
+        std::byte* payload =
+            slack ? reinterpret_cast<std::byte*>(detail::round_up(detail::address_of(sp->base), alignment)) : sp->base;
         sp->chunk = static_cast<std::uint32_t>(payload - sp->base);
         sp->request = s;
         note_held();
-        if (r.zero && sp->dirty) std::memset(payload, 0, s);
+        if (zero && sp->dirty) std::memset(payload, 0, s);
         return payload;
     }
     [[gnu::noinline, gnu::cold]] void deallocate_large(std::byte* p) noexcept {
@@ -353,20 +430,27 @@ private:
         span* sp = backend::page_map::instance().find(p);
         if (!sp || sp->owner != owner_tag_ || (sp->state != state::small && sp->state != state::large))
             detail::fail("allotheque::heap", "a pointer this heap did not hand out", what, p);
-        const auto off = static_cast<std::size_t>(static_cast<const std::byte*>(p) - sp->base);
-        if (sp->state == state::large ? off != sp->chunk : off % sp->chunk != 0)
+        if (sp->state == state::large ? static_cast<const std::byte*>(p) != sp->base + sp->chunk : !sp->chunk_start(p))
             detail::fail("allotheque::heap", "a pointer inside a block, not at its start", what, p);
         return sp;
     }
 
-    // Bookkeeping after s bytes came back; the one test on the free path.
-    void released(std::size_t s) noexcept {
-        live_ -= s;
-        if constexpr (sweepable_partition<P> && cfg.reclaim != reclaim_policy::never)
+    void mark_freed(void* p) noexcept {
+        std::uint64_t& w = marks::word(p);
+        if (w == marks::local(p)) detail::fail("allotheque::heap", "double free", "deallocate", p);
+        w = marks::local(p);
+    }
+
+    // Bookkeeping after s bytes came back; the one test on the free path
+    // (none at all with reclaim_policy::never).
+    void released([[maybe_unused]] std::size_t s) noexcept {
+        if constexpr (counts_live) {
+            live_ -= s;
             if (live_ < reclaim_floor_) [[unlikely]]
                 reclaim();
+        }
     }
-    static constexpr unsigned ratio = cfg.reclaim == reclaim_policy::eager ? 2 : cfg.reclaim_ratio;
+    static constexpr unsigned ratio = 2;   // eager: sweep when half the small spans are free
     std::size_t small_bytes() const noexcept { return spans_.bytes(state::small); }
     void note_held() noexcept {
         const backend::pool_stats ps = spans_.pool().stats();
@@ -374,16 +458,21 @@ private:
         if (live_ >= small_bytes() / ratio) sweep_guard_ = max_size;   // healthy again: no back-off
         set_floor();
     }
-    // Sweep when live bytes fall below 1/ratio of the small spans (never for a
-    // small heap). After a sweep the floor is also at most half the live bytes
+    // The eager policy sweeps when live bytes fall below 1/ratio of the small
+    // spans. After a sweep the floor is also at most half the live bytes
     // it left (sweep_guard_), so an unproductive sweep is not repeated until
     // that many more bytes have come back.
-    void set_floor() noexcept {
-        const std::size_t held = small_bytes();
-        reclaim_floor_ = held < reclaim_min ? 0 : std::min(held / ratio, sweep_guard_);
-    }
+    void set_floor() noexcept { reclaim_floor_ = std::min(small_bytes() / ratio, sweep_guard_); }
 
     [[gnu::noinline, gnu::cold]] void reclaim() noexcept {
+        const std::uint64_t now = backend::now_ms();
+        if (now - last_reclaim_ms_ < cfg.reclaim_interval_ms) {
+            // Too soon after the last one: wait until the live bytes halve again.
+            sweep_guard_ = live_ / 2;
+            set_floor();
+            return;
+        }
+        last_reclaim_ms_ = now;
         if (live_ == 0) {
             // Nothing is live: every span goes, without looking at a chunk.
             release_small_spans();
@@ -399,7 +488,6 @@ private:
     // Before failing an allocation: sweep if anything is free at all.
     bool sweep_for_memory() noexcept {
         if constexpr (sweepable_partition<P>) {
-            if (small_bytes() == live_) return false;
             return sweep() > 0;
         } else {
             return false;
@@ -482,7 +570,8 @@ private:
     const void* last_ = nullptr;
     const void* owner_tag_ = this;
     std::size_t live_ = 0, reclaim_floor_ = 0, peak_os_ = 0, reclaims_ = 0;
-    std::size_t sweep_guard_ = max_size, growth_sweep_at_ = 0;
+    std::size_t sweep_guard_ = max_size;
+    std::uint64_t last_reclaim_ms_ = backend::now_ms();
 };
 
 } // namespace allotheque

@@ -18,11 +18,13 @@ namespace allotheque {
 
 // When an exact-size heap gives fully free spans back while it runs (see
 // heap.hpp, "Giving memory back"):
-//   never      only trim(), deallocate_all() and destruction give memory back;
-//   threshold  when the heap's live bytes fall below 1/reclaim_ratio of the
-//              bytes its spans hold (and always when nothing is live, and
-//              before growing while much is free): the default;
-//   eager      as threshold, but also after every `reclaim_ratio` x span of frees.
+//   never      only trim(), deallocate_all() and destruction (and a sweep before
+//              an allocation would fail);
+//   threshold  also a sweep from a refill, at most once per reclaim interval:
+//              the default, with nothing added to the allocate and free paths;
+//   eager      also counts live bytes (a few ns per call) and sweeps as soon as
+//              they fall below half the small spans, releasing every span when
+//              nothing is live (at most once per reclaim interval).
 enum class reclaim_policy { never, threshold, eager };
 
 struct heap_config {
@@ -31,11 +33,25 @@ struct heap_config {
     std::size_t min_growth = 64 * 1024;            // asked of the source at least ...
     std::size_t max_growth = 4 * 1024 * 1024;      // ... and at most per growth (larger blocks: their size)
     reclaim_policy reclaim = reclaim_policy::threshold;
-    unsigned reclaim_ratio = 8;
-    // Free pages the back end keeps ready for reuse (the large-block cache);
-    // beyond max(retain_bytes, peak / 16) free pages go back to the system:
-    // whole source allocations are returned, the rest decommitted (madvise).
+    // At most one automatic reclaim per this many milliseconds (and none in a
+    // heap's first interval): a heap that empties and fills again in cycles
+    // keeps its spans instead of giving them back and carving them again.
+    unsigned reclaim_interval_ms = 1000;
+    // Free pages the back end keeps ready for reuse (the large-block cache),
+    // max(retain_bytes, peak / 8); beyond it, free pages go back to the
+    // system: whole source allocations are returned, the rest decommitted (madvise).
     std::size_t retain_bytes = 4 * 1024 * 1024;
+    // Free pages beyond that budget go back once they have stayed free this
+    // long (so memory freed and taken again at once is never given back and
+    // faulted in again), or at once when they pass four times the budget.
+    unsigned purge_delay_ms = 1000;
+    // Chunk sizes are multiples of this (8, or 16 for malloc's alignment).
+    std::size_t granularity = 8;
+    // Exact-size heaps: mark freed chunks so that a second free aborts with a
+    // message (detail/free_marks.hpp); costs a store per allocation and a load
+    // and a store per free. Off by default (layers::checked is the full
+    // checker); the malloc replacement turns it on.
+    bool free_marks = false;
 };
 
 template <heap_config C = heap_config{}>
@@ -44,7 +60,8 @@ struct configured {
     static_assert(C.large_threshold >= C.refill_span, "heap_config: large_threshold below refill_span");
     static_assert(C.min_growth % detail::page_size == 0 && C.max_growth >= C.min_growth,
                   "heap_config: growth a multiple of the page size, max_growth >= min_growth");
-    static_assert(C.reclaim_ratio >= 2, "heap_config: reclaim_ratio >= 2");
+    static_assert(C.granularity >= 8 && detail::is_pow2(C.granularity) && C.granularity <= C.refill_span,
+                  "heap_config: granularity a power of two >= 8");
     static constexpr heap_config config = C;
     static constexpr std::size_t refill_span = C.refill_span;
     static constexpr std::size_t large_threshold = C.large_threshold;

@@ -28,4 +28,11 @@ struct request_with : request {
 template <class R>
 concept request_like = std::is_base_of_v<request, R>;
 
+// A request whose size a heap has already resolved to a size class (see
+// hash_table::classify): the size level reads the class instead of hashing.
+template <request_like R>
+struct classified : R {
+    std::size_t class_index = 0;
+};
+
 } // namespace allotheque

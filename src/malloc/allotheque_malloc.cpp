@@ -1,37 +1,46 @@
-// liballotheque_malloc.so: the C malloc family and the C++ operator new/delete
-// family served by an allotheque heap, for LD_PRELOAD or linking.
+// liballotheque_malloc_<heap>.so: the C malloc family and every C++ operator
+// new/delete served by per-thread allotheque heaps, for LD_PRELOAD or linking.
 //
-// The heap (chosen at configure time, ALLOTHEQUE_MALLOC_HEAP):
-//   lea     lea_heap<mmap_source>: boundary tags give free(p) and usable_size(p)
-//           directly; alignments above a page are over-allocated (see lea_backend)
-//   velox   layers::page_map or layers::sized over velox_heap  (ALLOTHEQUE_MALLOC_LAYER)
-//   medius  layers::page_map or layers::sized over medius_heap
-// velox/medius requests carry the heap's last_allocation() as their hint.
+// Built from the library's parts, one library per heap (ALLOTHEQUE_MALLOC_HEAP_*):
+//   segregated  heap<hash_table<size, spaced_classes<16,128,4>, match_only> ∘ list<void>>
+//   velox       velox_heap: the exact size in the previous allocation's 64 KiB vicinity
+//   medius      medius_heap: the same on page classes
+//   lea         lea_heap: boundary tags, bins, splitting and coalescing
+// each over arena_source, with 16-byte granularity and free marks on.
 //
-// Thread safety: ONE global heap behind ONE pthread mutex. Correct for any
-// pattern (a block may be freed by any thread) but it serialises allocation;
-// per-thread heaps are future work (cross-thread frees would need an owner
-// lookup and a remote-free queue).
+// Threads: every thread allocates from its own heap, with no lock. Ownership
+// is the span's owner tag in the page map (backend/page_map.hpp), so free(p)
+// looks the span up: a block of the calling thread's heap goes straight back;
+// any other is pushed onto its owner's remote-free list (one CAS,
+// detail/remote_list.hpp), which the owner drains at its next allocation.
+// When a thread exits (pthread key destructor), its heap drains, trims and is
+// marked orphaned; the next new thread adopts it, and frees that keep arriving
+// for it are collected by the threads that push them (see service_orphan), so
+// nothing leaks and late cross-thread frees stay valid.
 //
-// Fork: pthread_atfork handlers take the lock before fork() and release it in
-// the parent and the child, so the child never inherits a heap mid-update.
+// Large blocks are spans of the thread's heap, cached by its back end
+// (retain_bytes) and given to the system beyond that; the shared arena_source
+// below takes one lock per region, not per block.
 //
-// Initialisation: no static constructor allocates. The heap lives in a static,
-// suitably aligned buffer and is constructed by placement new on the first
-// call, under the (statically initialised) mutex; the heap's sources call mmap
-// directly, never malloc. The atfork handlers are registered after that, with
-// the lock released (pthread_atfork may itself call malloc). The heap is never
-// destroyed: blocks freed during exit must stay valid.
+// Bad input (every variant): free/realloc/malloc_usable_size of a pointer no
+// heap handed out (stack, globals, another mmap, an interior pointer) and a
+// double free abort with a message on stderr; nothing is handed out twice.
 //
+// Fork: the registry lock and the arena lock are taken before fork and
+// released in both processes; in the child, the heaps of the threads that did
+// not survive the fork are never used again (their state may be mid-update).
+// Thread state is a plain initial-exec __thread pointer and a pthread key:
+// setting up a thread never calls malloc before the thread's heap exists.
+// calloc skips clearing memory fresh from the system (large blocks).
 // Errors: every allocation failure sets errno = ENOMEM (EINVAL for a bad
 // alignment where POSIX says so). operator new loops on the new_handler and
-// throws std::bad_alloc; the nothrow forms return nullptr. Exceptions never
-// cross the C entry points (all noexcept).
+// throws std::bad_alloc; the nothrow forms return nullptr.
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -39,21 +48,24 @@
 #include <cstdint>
 #include <new>
 
+#include <allotheque/backend/page_map.hpp>
 #include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/fail.hpp>
+#include <allotheque/detail/free_marks.hpp>
+#include <allotheque/detail/remote_list.hpp>
 #include <allotheque/heap_options.hpp>
 #include <allotheque/request.hpp>
-#include <allotheque/sources/mmap_source.hpp>
-#include <allotheque/sources/sbrk_source.hpp>
+#include <allotheque/sources/arena_source.hpp>
 
-#if defined(ALLOTHEQUE_MALLOC_HEAP_VELOX) || defined(ALLOTHEQUE_MALLOC_HEAP_MEDIUS)
-#include <allotheque/allocators/medius.hpp>
-#include <allotheque/allocators/velox.hpp>
-#include <allotheque/layers/page_map.hpp>
-#include <allotheque/layers/sized.hpp>
-#else
-#define ALLOTHEQUE_MALLOC_HEAP_LEA 1
+#if defined(ALLOTHEQUE_MALLOC_HEAP_LEA)
 #include <allotheque/allocators/lea.hpp>
-#include <allotheque/containers/adjacency.hpp>
+#elif defined(ALLOTHEQUE_MALLOC_HEAP_VELOX)
+#include <allotheque/allocators/velox.hpp>
+#elif defined(ALLOTHEQUE_MALLOC_HEAP_MEDIUS)
+#include <allotheque/allocators/medius.hpp>
+#else
+#define ALLOTHEQUE_MALLOC_HEAP_SEGREGATED 1
+#include <allotheque/allocators/segregated.hpp>
 #endif
 
 #define ALLOTHEQUE_EXPORT __attribute__((visibility("default")))
@@ -61,159 +73,242 @@
 namespace {
 
 namespace at = allotheque;
-
-#if defined(ALLOTHEQUE_MALLOC_SOURCE_SBRK)
-using source = at::sbrk_source;
-#else
-using source = at::mmap_source;
-#endif
+using at::backend::span;
+using at::backend::span_state;
 
 constexpr std::size_t min_align = 16;
+using options =
+    at::configured<at::heap_config{.granularity = 16, .free_marks = true}>;
 
 #if defined(ALLOTHEQUE_MALLOC_HEAP_LEA)
-// lea_heap serves alignments up to a page itself, but maps each such block on
-// its own. So (except for big blocks) ask it for n + a + 32 bytes and hand out the first a-aligned address at least 32 bytes
-// in; the 16 bytes before it imitate a boundary tag whose head carries the
-// flag `redirect` (bit 3, which lea never sets) and the distance back to the
-// real block, so free(p) and usable_size(p) find it.
-class lea_backend {
-    using tags = at::boundary_tags;
-    static constexpr std::size_t redirect = 8;
-
-public:
-    static constexpr const char* name = "lea";
-
-    void* allocate(std::size_t n, std::size_t a) noexcept {
-        if (a <= min_align) return heap_.try_allocate(at::request{n, nullptr, 0});
-        if (n > heap_type::max_size - a - 32) return nullptr;
-        // lea maps every block aligned beyond 16 on its own: right for big ones,
-        // a page or more per block for small ones, which are over-allocated here.
-        if (a <= heap_type::max_alignment && n + a + 32 > at::heap_options<>::large_threshold)
-            return heap_.try_allocate(at::request{n, nullptr, a});
-        auto* base = static_cast<std::byte*>(heap_.try_allocate(at::request{n + a + 32, nullptr, 0}));
-        if (!base) return nullptr;
-        auto* p = reinterpret_cast<std::byte*>(at::detail::round_up(at::detail::address_of(base) + 32, a));
-        const std::size_t offset = static_cast<std::size_t>(p - base);
-        tags::prev_size(p - 16) = 0;
-        tags::head(p - 16) = offset | redirect | tags::in_use;
-        return p;
-    }
-    void deallocate(void* p) noexcept {
-        auto* b = static_cast<std::byte*>(p);
-        const std::size_t h = tags::head(b - 16);
-        if (h & redirect) return heap_.deallocate(b - (h & ~tags::flags));
-        heap_.deallocate(p);
-    }
-    std::size_t usable_size(const void* p) const noexcept {
-        auto* b = static_cast<const std::byte*>(p);
-        const std::size_t h = tags::head(b - 16);
-        if (h & redirect) {
-            const std::size_t offset = h & ~tags::flags;
-            return heap_type::usable_size(b - offset) - offset;
-        }
-        return heap_type::usable_size(p);
-    }
-    std::size_t os_bytes() const noexcept { return heap_.stats().os_bytes; }
-
-private:
-    using heap_type = at::lea_heap<source>;
-    heap_type heap_;
-};
-using backend = lea_backend;
+using heap_type = at::lea_heap<at::arena_source, options>;
+constexpr const char* heap_name = "lea";
+#define ALLOTHEQUE_MALLOC_BLOCK_HEAP 1
+using marks = at::detail::free_marks<8>;   // word 0 is the remote link
 #else
-// page_spans: every page holds one chunk size (needed by page_map, harmless for sized).
-using options = at::heap_options<at::detail::page_size, 64 * 1024, 64 * 1024, 4 * 1024 * 1024, true>;
 #if defined(ALLOTHEQUE_MALLOC_HEAP_VELOX)
-using exact_heap = at::velox_heap<source, options>;
+using heap_type = at::velox_heap<at::arena_source, options>;
 constexpr const char* heap_name = "velox";
-#else
-using exact_heap = at::medius_heap<source, options>;
+#elif defined(ALLOTHEQUE_MALLOC_HEAP_MEDIUS)
+using heap_type = at::medius_heap<at::arena_source, options>;
 constexpr const char* heap_name = "medius";
-#endif
-#if defined(ALLOTHEQUE_MALLOC_LAYER_SIZED)
-using layer = at::layers::sized<exact_heap, true>;
 #else
-using layer = at::layers::page_map<exact_heap, true>;
+using heap_type = at::segregated_heap<at::arena_source, options>;
+constexpr const char* heap_name = "segregated";
 #endif
-class exact_backend {
-public:
-    static constexpr const char* name = heap_name;
-    void* allocate(std::size_t n, std::size_t a) noexcept { return layer_.allocate(n, a); }
-    void deallocate(void* p) noexcept { layer_.deallocate(p); }
-    std::size_t usable_size(const void* p) const noexcept { return layer_.usable_size(p); }
-    std::size_t os_bytes() const noexcept { return layer_.parent().stats().os_bytes; }
+using marks = heap_type::marks;
+static_assert(marks::offset >= 8, "the remote link takes word 0");
+#endif
 
-private:
-    layer layer_;
+// ---------------------------------------------------------------------------
+// Thread heaps and their registry.
+// ---------------------------------------------------------------------------
+struct thread_heap {
+    heap_type heap;
+    at::detail::remote_list remote;
+    std::atomic<bool> orphaned{false};   // no thread uses it: adoptable
+    bool abandoned = false;              // a thread that did not survive fork() held it
+    thread_heap* next_all = nullptr;
 };
-using backend = exact_backend;
+
+constexpr std::size_t thread_heap_bytes = at::detail::round_up(sizeof(thread_heap), at::detail::page_size);
+
+pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+thread_heap* all_heaps = nullptr;   // under registry_lock
+__thread thread_heap* tl_heap __attribute__((tls_model("initial-exec"))) = nullptr;
+pthread_key_t exit_key;
+std::atomic<int> started{0};   // 0: nothing, 1: key made, 2: fork handlers registered
+
+// The owner takes back what other threads freed (clearing the remote mark).
+void drain(thread_heap* th) noexcept {
+    th->remote.drain([th](at::detail::remote_list::record* r) noexcept {
+        marks::word(r) = 0;
+#if defined(ALLOTHEQUE_MALLOC_BLOCK_HEAP)
+        th->heap.deallocate(r);
+#else
+        th->heap.deallocate(r, *heap_type::span_of_any(r));
 #endif
+    });
+}
 
-// ---------------------------------------------------------------------------
-// The one heap: static storage, constructed on first use, never destroyed.
-// ---------------------------------------------------------------------------
-alignas(backend) unsigned char storage[sizeof(backend)];
-std::atomic<backend*> the_heap{nullptr};
-pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
-std::atomic<int> atfork_state{0};   // 0: not registered, 1: registering/registered
-
-void before_fork() noexcept { pthread_mutex_lock(&heap_lock); }
-void after_fork_parent() noexcept { pthread_mutex_unlock(&heap_lock); }
+void before_fork() noexcept {
+    pthread_mutex_lock(&registry_lock);
+    at::arena_source::prefork();
+}
+void after_fork_parent() noexcept {
+    at::arena_source::postfork();
+    pthread_mutex_unlock(&registry_lock);
+}
 void after_fork_child() noexcept {
-    // The child has one thread, the one that forked and holds the lock.
-    pthread_mutex_unlock(&heap_lock);
+    at::arena_source::postfork();
+    pthread_mutex_init(&registry_lock, nullptr);
+    // Only the forking thread exists now: heaps other threads were using may
+    // be mid-update and are never touched again (their blocks leak in the child).
+    for (thread_heap* h = all_heaps; h; h = h->next_all)
+        if (h != tl_heap && !h->orphaned.load(std::memory_order_relaxed)) h->abandoned = true;
 }
 
-[[gnu::noinline]] backend* init_heap() noexcept {
-    pthread_mutex_lock(&heap_lock);
-    backend* h = the_heap.load(std::memory_order_relaxed);
-    if (!h) {
-        h = ::new (static_cast<void*>(storage)) backend();
-        the_heap.store(h, std::memory_order_release);
+// A thread's heap goes to the pool of orphans when its thread exits.
+void on_thread_exit(void* v) noexcept {
+    auto* th = static_cast<thread_heap*>(v);
+    if (tl_heap == th) tl_heap = nullptr;
+    drain(th);
+    th->heap.trim();
+    th->orphaned.store(true, std::memory_order_release);
+}
+
+[[gnu::noinline, gnu::cold]] thread_heap* attach() noexcept {
+    int s = started.load(std::memory_order_acquire);
+    if (s == 0) {
+        pthread_mutex_lock(&registry_lock);
+        if (started.load(std::memory_order_relaxed) == 0) {
+            at::arena_source::fork_handled_externally();
+            if (pthread_key_create(&exit_key, on_thread_exit) != 0) {
+                pthread_mutex_unlock(&registry_lock);
+                return nullptr;
+            }
+            started.store(1, std::memory_order_release);
+        }
+        pthread_mutex_unlock(&registry_lock);
     }
-    pthread_mutex_unlock(&heap_lock);
-    int expected = 0;
-    if (atfork_state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel))
-        pthread_atfork(&before_fork, &after_fork_parent, &after_fork_child);
-    return h;
+    thread_heap* th = nullptr;
+    pthread_mutex_lock(&registry_lock);
+    for (thread_heap* h = all_heaps; h && !th; h = h->next_all) {
+        bool expected = true;
+        if (!h->abandoned && h->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) th = h;
+    }
+    if (!th) {
+        void* m = ::mmap(nullptr, thread_heap_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m != MAP_FAILED) {
+            try {
+                th = ::new (m) thread_heap();
+            } catch (...) {   // the heap's tables could not be mapped
+                ::munmap(m, thread_heap_bytes);
+            }
+        }
+        if (th) {
+            th->heap.set_owner_tag(th);
+            th->next_all = all_heaps;
+            all_heaps = th;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (!th) return nullptr;
+    tl_heap = th;
+    drain(th);
+    pthread_setspecific(exit_key, th);   // may allocate (keys past the first 32): tl_heap is set
+    int expected = 1;
+    if (started.compare_exchange_strong(expected, 2, std::memory_order_acq_rel))
+        pthread_atfork(&before_fork, &after_fork_parent, &after_fork_child);   // may allocate too
+    return th;
 }
 
-inline backend& get_heap() noexcept {
-    backend* h = the_heap.load(std::memory_order_acquire);
-    return h ? *h : *init_heap();
+// Frees keep arriving for a heap whose thread exited and that no new thread
+// adopted yet: the threads that push them take the heap for a moment, now and
+// then, and give the blocks back to it.
+__thread unsigned orphan_pushes __attribute__((tls_model("initial-exec"))) = 0;
+void service_orphan(thread_heap* owner) noexcept {
+    if (++orphan_pushes % 64 != 0) return;
+    bool expected = true;
+    if (owner->abandoned || !owner->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel))
+        return;
+    drain(owner);
+    owner->orphaned.store(true, std::memory_order_release);
 }
 
-struct guard {
-    guard() noexcept { pthread_mutex_lock(&heap_lock); }
-    ~guard() { pthread_mutex_unlock(&heap_lock); }
-    guard(const guard&) = delete;
-    guard& operator=(const guard&) = delete;
-};
+inline thread_heap* my_heap() noexcept {
+    thread_heap* th = tl_heap;
+    return __builtin_expect(th != nullptr, 1) ? th : attach();
+}
 
-// n bytes aligned to a (a power of two, >= 16), or nullptr with errno = ENOMEM.
-void* allocate(std::size_t n, std::size_t a = min_align) noexcept {
-    backend& h = get_heap();
-    void* p;
-    {
-        guard g;
-        p = h.allocate(n == 0 ? 1 : n, a);
+// ---------------------------------------------------------------------------
+// The operations.
+// ---------------------------------------------------------------------------
+[[noreturn]] void invalid(const char* what, const void* p) noexcept {
+    at::detail::fail("allotheque malloc", "double free, or a pointer no heap handed out (interior or foreign)", what, p);
+}
+
+// n bytes aligned to a (a power of two), or nullptr with errno = ENOMEM.
+inline void* allocate(std::size_t n, std::size_t a, bool zero = false) noexcept {
+    thread_heap* th = my_heap();
+    void* p = nullptr;
+    if (th) {
+        if (th->remote.maybe_nonempty()) drain(th);
+        const void* hint = nullptr;
+        if constexpr (heap_type::locality_aware) hint = th->heap.last_allocation();
+        at::request r{n, hint, a <= min_align ? 0 : a};
+        r.zero = zero;
+        p = th->heap.try_allocate(r);
     }
     if (!p) errno = ENOMEM;
     return p;
 }
 
-void deallocate(void* p) noexcept {
+// The span of a block start of this library, or abort.
+inline span* block_span(void* p, const char* what) noexcept {
+#if defined(ALLOTHEQUE_MALLOC_BLOCK_HEAP)
+    // A block's tags sit in the 16 bytes before it, in its span.
+    span* sp = at::backend::page_map::instance().find(static_cast<std::byte*>(p) - 16);
+    if (!sp || (sp->state != span_state::block && sp->state != span_state::large) ||
+        at::detail::address_of(p) % min_align != 0)
+        invalid(what, p);
+#else
+    span* sp = heap_type::span_of_any(p);
+    if (!sp) invalid(what, p);
+#endif
+    return sp;
+}
+constexpr bool block_heap =
+#if defined(ALLOTHEQUE_MALLOC_BLOCK_HEAP)
+    true;
+#else
+    false;
+#endif
+
+inline void deallocate(void* p) noexcept {
     if (!p) return;
-    backend& h = get_heap();
-    guard g;
-    h.deallocate(p);
+    span* sp = block_span(p, "free");
+    auto* owner = static_cast<thread_heap*>(const_cast<void*>(sp->owner));
+    // Marks (detail/free_marks.hpp): "remote" while a block waits on its
+    // owner's list (drain clears it), "local" (exact heaps) once it is back in
+    // the owner's partition; Lea's tags say the rest.
+    std::uint64_t& w = marks::word(p);
+    if (w == marks::remote(p)) at::detail::fail("allotheque malloc", "double free", "free", p);
+    if (owner == tl_heap) {
+#if defined(ALLOTHEQUE_MALLOC_BLOCK_HEAP)
+        owner->heap.deallocate(p);
+#else
+        owner->heap.deallocate(p, *sp);
+#endif
+        return;
+    }
+    if (!block_heap && w == marks::local(p)) at::detail::fail("allotheque malloc", "double free", "free", p);
+    w = marks::remote(p);
+    owner->remote.push_link(p);
+    if (owner->orphaned.load(std::memory_order_relaxed)) service_orphan(owner);
 }
 
-std::size_t usable(const void* p) noexcept {
+inline std::size_t usable(void* p) noexcept {
     if (!p) return 0;
-    backend& h = get_heap();
-    guard g;   // page_map reads its table, which refills write
-    return h.usable_size(p);
+    [[maybe_unused]] span* sp = block_span(p, "malloc_usable_size");
+#if defined(ALLOTHEQUE_MALLOC_BLOCK_HEAP)
+    return heap_type::usable_size(p);
+#else
+    return sp->state == span_state::large ? sp->bytes - sp->chunk : sp->chunk;
+#endif
+}
+
+// In place when this thread owns p and its heap can make it fit.
+inline bool resize_in_place(void* p, std::size_t n) noexcept {
+    span* sp = block_span(p, "realloc");
+    thread_heap* th = tl_heap;
+    if (static_cast<const void*>(th) != sp->owner) return false;
+#if defined(ALLOTHEQUE_MALLOC_BLOCK_HEAP)
+    return th->heap.try_resize(p, n);
+#else
+    if (sp->state != span_state::large) return false;
+    return th->heap.try_resize(p, at::request{sp->request, nullptr, 0}, n);
+#endif
 }
 
 std::size_t fix_alignment(std::size_t a) noexcept { return a < min_align ? min_align : a; }
@@ -242,7 +337,7 @@ void* new_nothrow(std::size_t n, std::size_t a) noexcept {
 // ---------------------------------------------------------------------------
 extern "C" {
 
-ALLOTHEQUE_EXPORT void* malloc(size_t n) noexcept { return allocate(n); }
+ALLOTHEQUE_EXPORT void* malloc(size_t n) noexcept { return allocate(n, min_align); }
 
 ALLOTHEQUE_EXPORT void free(void* p) noexcept { deallocate(p); }
 
@@ -254,13 +349,11 @@ ALLOTHEQUE_EXPORT void* calloc(size_t count, size_t size) noexcept {
         errno = ENOMEM;
         return nullptr;
     }
-    void* p = allocate(n);
-    if (p) memset(p, 0, n);
-    return p;
+    return allocate(n, min_align, true);
 }
 
 ALLOTHEQUE_EXPORT void* realloc(void* p, size_t n) noexcept {
-    if (!p) return allocate(n);
+    if (!p) return allocate(n, min_align);
     if (n == 0) {   // glibc: free and return NULL
         deallocate(p);
         return nullptr;
@@ -268,7 +361,8 @@ ALLOTHEQUE_EXPORT void* realloc(void* p, size_t n) noexcept {
     const size_t have = usable(p);
     // In place when it fits and does not waste more than half of the block.
     if (n <= have && (have <= 256 || n >= have / 2)) return p;
-    void* q = allocate(n);
+    if (n > have && resize_in_place(p, n)) return p;
+    void* q = allocate(n, min_align);
     if (!q) return nullptr;   // errno set; p untouched
     memcpy(q, p, n < have ? n : have);
     deallocate(p);
@@ -329,13 +423,45 @@ ALLOTHEQUE_EXPORT void* pvalloc(size_t n) noexcept {
 
 ALLOTHEQUE_EXPORT size_t malloc_usable_size(void* p) noexcept { return usable(p); }
 
+// glibc's malloc_trim: every thread heap not in use gives its free pages back,
+// and so does the caller's. Returns 1 when anything went back.
+ALLOTHEQUE_EXPORT int malloc_trim(size_t) noexcept {
+    std::size_t back = 0;
+    if (thread_heap* th = tl_heap) {
+        drain(th);
+        back += th->heap.trim();
+    }
+    pthread_mutex_lock(&registry_lock);
+    for (thread_heap* h = all_heaps; h; h = h->next_all) {
+        bool expected = true;
+        if (h->abandoned || !h->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) continue;
+        drain(h);
+        back += h->heap.trim();
+        h->orphaned.store(true, std::memory_order_release);
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return back > 0;
+}
+
 // Not part of any standard: lets a program (and our tests) check that this
 // library, and which heap, really serves its allocations.
-ALLOTHEQUE_EXPORT const char* allotheque_malloc_heap_name() noexcept { return backend::name; }
+ALLOTHEQUE_EXPORT const char* allotheque_malloc_heap_name() noexcept { return heap_name; }
+// Bytes every thread heap holds from the system (spans, cached pages, records).
 ALLOTHEQUE_EXPORT size_t allotheque_malloc_os_bytes() noexcept {
-    backend& h = get_heap();
-    guard g;
-    return h.os_bytes();
+    std::size_t total = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (thread_heap* h = all_heaps; h; h = h->next_all) total += h->heap.stats().os_bytes;
+    pthread_mutex_unlock(&registry_lock);
+    return total;
+}
+// How many thread heaps exist (at most the peak number of live threads, plus
+// those abandoned by fork).
+ALLOTHEQUE_EXPORT size_t allotheque_malloc_heap_count() noexcept {
+    std::size_t n = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (thread_heap* h = all_heaps; h; h = h->next_all) ++n;
+    pthread_mutex_unlock(&registry_lock);
+    return n;
 }
 
 } // extern "C"

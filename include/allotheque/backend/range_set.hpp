@@ -10,7 +10,8 @@
 // one address space passes region == nullptr and merges freely.
 //
 // Ranges whose pages may be resident (`dirty` > 0) are also on an age list,
-// oldest first: the order in which a retention policy gives pages back.
+// oldest first (`freed_at`, the newest part's time, after a merge): the order
+// in which a retention policy gives pages back.
 // Not thread-safe; the owner serialises.
 #pragma once
 #include <cstddef>
@@ -59,6 +60,7 @@ public:
             unlink(n);
             s->bytes += n->bytes;
             s->dirty += n->dirty;
+            if (n->freed_at > s->freed_at) s->freed_at = n->freed_at;
             dispose(n);
         }
         if (next != by_address_.begin()) {
@@ -68,6 +70,7 @@ public:
                 unlink(p);
                 p->bytes += s->bytes;
                 p->dirty += s->dirty;
+                if (s->freed_at > p->freed_at) p->freed_at = s->freed_at;
                 dispose(s);
                 s = p;
             }

@@ -32,14 +32,18 @@ struct span {
     using set_hook = bi::set_member_hook<bi::optimize_size<true>, bi::link_mode<bi::normal_link>>;
     using list_hook = bi::list_member_hook<bi::link_mode<bi::normal_link>>;
 
+    // What free(p) reads, first and together (one cache line).
     std::byte* base = nullptr;
+    const void* owner = nullptr;   // in use: the owner tag of the heap that holds it
+    std::uint64_t chunk_inverse = 0;   // small: see set_chunk
+    std::uint32_t chunk = 0;   // small: the chunk size; large: the payload's offset
+    span_state state = span_state::free;
+
     std::size_t bytes = 0;
     span* region = nullptr;    // the source allocation this span is part of (nullptr for a region)
-    const void* owner = nullptr;   // in use: the owner tag of the heap that holds it
     std::size_t dirty = 0;     // free: bytes that may hold data or be resident (0: reads as zero)
     std::size_t request = 0;   // large: the size asked for (usable size is `bytes`)
-    std::uint32_t chunk = 0;   // small: the chunk size
-    span_state state = span_state::free;
+    std::uint64_t freed_at = 0;   // free: when (ms, monotonic) its newest part came back
 
     set_hook by_address;
     set_hook by_size;
@@ -50,6 +54,20 @@ struct span {
     std::byte* sweep_chunks = nullptr;
     span* sweep_next = nullptr;
     std::uint32_t sweep_count = 0;
+
+    // chunk_inverse = ceil(2^64 / chunk), so that offset / chunk is one
+    // widening multiply (exact while offset * chunk < 2^64: any span).
+    void set_chunk(std::uint32_t c) noexcept {
+        chunk = c;
+        chunk_inverse = ~std::uint64_t{0} / c + 1;
+    }
+    // Whether p is the start of a chunk of this small span.
+    bool chunk_start(const void* p) const noexcept {
+        __extension__ using u128 = unsigned __int128;
+        const auto off = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base);
+        const auto index = static_cast<std::uint64_t>((static_cast<u128>(off) * chunk_inverse) >> 64);
+        return index * chunk == off;
+    }
 
     std::byte* end() const noexcept { return base + bytes; }
     bool contains(const void* p) const noexcept {

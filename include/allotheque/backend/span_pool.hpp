@@ -8,18 +8,23 @@
 //   give(span)    merged with free neighbours of the same region
 //   extend(span)  grows a span into the free range right after it
 //
-// Freed pages are kept for reuse up to a budget, max(retain_bytes, peak / 16):
-// that is the large-block cache. Beyond it, a region that is entirely free goes
-// back to the source, and other free pages are decommitted (oldest first) when
-// the source can (madvise); trim() gives back everything free now.
+// Freed pages are kept for reuse up to a budget, max(retain_bytes, peak / 8):
+// that is the large-block cache. Pages beyond it are decommitted (oldest
+// first, madvise, where the source can) once they have stayed free for
+// purge_delay_ms, or at once past four times the budget, and regions that are
+// entirely free go back to the source past that; trim() gives back
+// everything free now.
 // Span records come from a record_pool on the same source, so the heap's
 // source sees every byte the heap uses and gets every byte back.
 //
 // One pool per heap, single-threaded like the heap (a shared, thread-safe
 // source such as arena_source sits below it).
 #pragma once
+#include <time.h>
+
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 #include <boost/intrusive/list.hpp>
@@ -44,6 +49,14 @@ struct pool_stats {
     std::size_t metadata_bytes = 0;    // span records
     std::size_t regions = 0;
 };
+
+// Milliseconds on a coarse monotonic clock (a few nanoseconds through the vDSO):
+// enough to age free pages and space out reclaims.
+inline std::uint64_t now_ms() noexcept {
+    timespec ts;
+    ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000 + static_cast<std::uint64_t>(ts.tv_nsec) / 1000000;
+}
 
 template <source S, heap_options_like Options>
 class span_pool {
@@ -168,7 +181,7 @@ public:
         return st;
     }
     // Bytes of free pages the pool keeps for reuse before giving pages back.
-    std::size_t retain_budget() const noexcept { return std::max(cfg.retain_bytes, peak_os_bytes_ / 16); }
+    std::size_t retain_budget() const noexcept { return std::max(cfg.retain_bytes, peak_os_bytes_ / 8); }
 
     S& source() noexcept { return source_; }
     const S& source() const noexcept { return source_; }
@@ -207,11 +220,26 @@ private:
         return true;
     }
 
+    // Free pages beyond the budget go back once they have stayed free for
+    // purge_delay_ms, oldest first, or at once beyond four times the budget:
+    // a heap that frees and takes again (a cycle, a churn of large blocks)
+    // reuses its pages instead of giving them back and faulting them in again
+    // (each madvise also costs every thread of the process a TLB flush).
     void retain(span* f) noexcept {
         const std::size_t budget = retain_budget();
-        if (free_.bytes() > budget && covers_region(f)) release_region(f);
-        decommit_down_to(budget);
+        const std::uint64_t now = now_ms();
+        f->freed_at = now;
+        if (free_.dirty_bytes() > 4 * budget) {
+            if (covers_region(f)) release_region(f);
+            decommit_down_to(budget, now + 1);
+        } else if (free_.dirty_bytes() > budget) {
+            decommit_down_to(budget, now >= cfg.purge_delay_ms ? now - cfg.purge_delay_ms + 1 : 0);
+        }
+        // A region is whole again only at the moment its last piece comes
+        // back: that is when to check (trim() looks at them all).
+        else if (covers_region(f) && free_.bytes() > 4 * budget) release_region(f);
     }
+
     static bool covers_region(const span* f) noexcept {
         return f->region && f->base == f->region->base && f->bytes == f->region->bytes;
     }
@@ -240,11 +268,13 @@ private:
             if (free_.bytes() <= budget || k < std::size(whole)) return;
         }
     }
-    // Oldest free pages first, while more than `budget` bytes may be resident.
-    void decommit_down_to(std::size_t budget) noexcept {
+    // Oldest free pages first (freed before `before`), while more than
+    // `budget` bytes may be resident.
+    void decommit_down_to(std::size_t budget, std::uint64_t before = ~std::uint64_t{0}) noexcept {
         if constexpr (decommitting_source<S>) {
             while (free_.dirty_bytes() > budget) {
                 span* o = free_.oldest_dirty();
+                if (o->freed_at >= before) return;
                 if (covers_region(o)) {
                     release_region(o);
                     continue;
@@ -256,6 +286,7 @@ private:
             }
         } else {
             (void)budget;
+            (void)before;
         }
     }
 

@@ -110,7 +110,7 @@ struct hash_table {
             if constexpr (memoised) return memo_cursor{{h}, r.size};
             else return cursor{h};
         }();
-        return search<Pred>(c, class_of(Attr::of_request(r)),
+        return search<Pred>(c, request_class(r),
                             [&](std::size_t i) noexcept -> std::byte* { return take_from(h, i, r); });
     }
 
@@ -124,6 +124,21 @@ struct hash_table {
         auto& nested = *h.classes.find(i);
         Nested::remove(nested, p, n);
         if (Nested::empty(nested)) h.classes.release(i);
+    }
+
+    // A size level resolves a size into (chunk size, class) in one step; a
+    // heap passes the class down in a classified<> request and to the
+    // four-argument deallocate, so the size is hashed once per call.
+    static constexpr size_class classify(std::size_t n) noexcept
+        requires(size_attribute<Attr> && size_segregation<Hash>)
+    {
+        const size_class c = classify_size<Hash, Attr>(n);
+        return {Nested::round_size(c.size), c.index};
+    }
+    // Chunk [p, p+n) whose class is `i` (from classify).
+    static void deallocate(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept {
+        if constexpr (memoised) h.memo.chunk_added(n, i);
+        Nested::deallocate(h.classes.obtain(i), p, n);
     }
 
     static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept {
@@ -168,6 +183,11 @@ struct hash_table {
     }
 
 private:
+    template <request_like R>
+    static constexpr std::size_t request_class(const R& r) noexcept {
+        if constexpr (size_attribute<Attr> && requires { r.class_index; }) return r.class_index;
+        else return class_of(Attr::of_request(r));
+    }
     static void forget_search_state(header_type& h) noexcept {
         h.last = npos;
         if constexpr (memoised) h.memo = {};

@@ -25,10 +25,18 @@
 namespace allotheque {
 
 // ---- terminal: the chunks -------------------------------------------------
+// It only pushes and pops, so it is a plain stack threaded through the free
+// chunks whatever the Links: one pointer per chunk, and one test per pop (a
+// generic intrusive list tests emptiness twice, which the hot path feels).
 template <class Pred, class Links>
 struct list<void, void, Pred, Links> {
-    struct chunk : Links::hook {};
-    using header_type = typename Links::template container<chunk>;
+    struct chunk {
+        chunk* next;
+    };
+    struct header_type {
+        chunk* head = nullptr;
+        bool empty() const noexcept { return head == nullptr; }
+    };
 
     static constexpr std::size_t min_chunk = sizeof(chunk);
     static constexpr bool size_exact = false;
@@ -40,37 +48,36 @@ struct list<void, void, Pred, Links> {
     static void destroy(header_type&) noexcept {}
 
     static void init(header_type& h) noexcept { ::new (static_cast<void*>(&h)) header_type(); }
-    static bool empty(const header_type& h) noexcept { return h.empty(); }
+    static bool empty(const header_type& h) noexcept { return h.head == nullptr; }
     template <request_like R>
     static bool accepts(const std::byte*, std::size_t, const R&) noexcept { return true; }
     static constexpr std::size_t round_size(std::size_t n) noexcept { return n; }
 
     template <request_like R>
     static std::byte* allocate(header_type& h, const R&) noexcept {
-        if (h.empty()) return nullptr;
-        chunk& c = h.front();
-        h.pop_front();
-        return reinterpret_cast<std::byte*>(&c);
+        chunk* c = h.head;
+        if (!c) return nullptr;
+        h.head = c->next;
+        return reinterpret_cast<std::byte*>(c);
     }
     static void deallocate(header_type& h, std::byte* p, std::size_t) noexcept {
-        h.push_front(*::new (static_cast<void*>(p)) chunk);
+        h.head = ::new (static_cast<void*>(p)) chunk{h.head};
     }
-    // Links a run of chunks already threaded together in one splice: the range
-    // deallocation the paper offers STL containers.
+    // Links a run of chunks (the range deallocation the paper offers STL
+    // containers): the first of the run ends on top.
     static void deallocate_run(header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
         for (std::size_t i = count; i-- > 0;) deallocate(h, ps[i], n);
     }
     // Hands every chunk to f (which may overwrite it) and leaves the list empty.
     template <class F>
     static void drain(header_type& h, F&& f) noexcept {
-        while (!h.empty()) {
-            chunk& c = h.front();
-            h.pop_front();
-            f(reinterpret_cast<std::byte*>(&c));
+        while (chunk* c = h.head) {
+            h.head = c->next;
+            f(reinterpret_cast<std::byte*>(c));
         }
     }
     // Forgets every chunk (their memory is being given back as a whole).
-    static void clear(header_type& h) noexcept { init(h); }
+    static void clear(header_type& h) noexcept { h.head = nullptr; }
 };
 
 // ---- class container: classes of Attr in a list ---------------------------

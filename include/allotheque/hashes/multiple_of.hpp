@@ -2,9 +2,11 @@
 // and Defero's small bins). The overflow class mixes sizes, so the hash is not
 // exact: the nested partition has to separate sizes again.
 #pragma once
+#include <bit>
 #include <cstddef>
 
 #include <allotheque/containers/class_index.hpp>
+#include <allotheque/hashes/hash_function.hpp>
 #include <allotheque/detail/bits.hpp>
 
 namespace allotheque {
@@ -38,6 +40,14 @@ struct multiple_then_pow2 {
     }
     static constexpr std::size_t round(std::size_t n) noexcept {
         return n <= Max ? detail::round_up(n, Step) : std::bit_ceil(n);
+    }
+    static constexpr size_class classify(std::size_t n) noexcept {
+        if (n <= Max) {
+            const std::size_t i = (n + Step - 1) / Step;
+            return {i * Step, i};
+        }
+        const auto k = static_cast<std::size_t>(std::bit_width(n - 1));
+        return {std::size_t{1} << k, small_classes + k - std::bit_width(Max)};
     }
     template <class Attr, class Header, class Init>
     using index = dense_index<small_classes + 64, Header, Init>;

@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include <allotheque/containers/class_index.hpp>
+#include <allotheque/hashes/hash_function.hpp>
 
 namespace allotheque {
 
@@ -14,6 +15,11 @@ struct pow2_segregation {
         return n <= 1 ? 0 : static_cast<std::size_t>(std::bit_width(n - 1));
     }
     static constexpr std::size_t round(std::size_t n) noexcept { return std::bit_ceil(n); }
+    // One bit scan for both (what a hand-written Kingsley does).
+    static constexpr size_class classify(std::size_t n) noexcept {
+        const auto k = n <= 1 ? std::size_t{0} : static_cast<std::size_t>(std::bit_width(n - 1));
+        return {std::size_t{1} << k, k};
+    }
     template <class Attr, class Header, class Init>
     using index = dense_index<64, Header, Init>;
 };

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include <allotheque/detail/fail.hpp>
+#include <allotheque/detail/remote_list.hpp>
 #include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/layers/heap_concept.hpp>
 #include <allotheque/request.hpp>
@@ -66,20 +67,15 @@ class per_thread : public detail::throwing_allocate<per_thread<H>> {
     static_assert(std::default_initializable<H>,
                   "allotheque::layers::per_thread<H>: heaps are created lazily, so H must be default-constructible");
 
-    // A block on a remote list: link = next record, word = (request size << 8)
-    // | log2(alignment) (0 for natural).
-    struct remote_record {
-        remote_record* next;
-        std::uint64_t word;
-    };
-    static constexpr std::size_t min_request = sizeof(remote_record);
+    // A block on a remote list carries (request size << 8) | log2(alignment)
+    // (0 for natural) in its record's word.
+    static constexpr std::size_t min_request = detail::remote_list::record_bytes;
 
     struct slot {
         std::optional<H> heap;
-        std::atomic<remote_record*> remote{nullptr};
+        detail::remote_list remote;
         std::atomic<bool> orphaned{false};   // no thread uses it; free for adoption
         std::atomic<bool> retired{false};    // the per_thread object is gone
-        std::atomic<std::size_t> remote_frees{0};
     };
     struct tls_entry {
         std::uint64_t id;
@@ -148,7 +144,7 @@ public:
         std::lock_guard g(registry_lock_);
         for (auto& s : slots_) {
             s->retired.store(true, std::memory_order_release);
-            s->remote.store(nullptr, std::memory_order_relaxed);   // those blocks go with the heap
+            s->remote.clear();   // those blocks go with the heap
             s->heap.reset();
         }
     }
@@ -171,7 +167,7 @@ public:
         R q = r;
         if (q.size < min_request) q.size = min_request;
         if (slot* s = mine_or_new()) {
-            if (s->remote.load(std::memory_order_relaxed) != nullptr) drain(*s);
+            if (s->remote.maybe_nonempty()) drain(*s);
             return s->heap->try_allocate(q);
         }
         return borrowed_allocate(q);
@@ -186,12 +182,7 @@ public:
             return;
         }
         if (!owner) detail::fail("allotheque::layers::per_thread", "deallocate of a pointer no heap holds", p);
-        auto* rec = ::new (p) remote_record{nullptr, (static_cast<std::uint64_t>(q.size) << 8) | code_of(q.alignment)};
-        remote_record* head = owner->remote.load(std::memory_order_relaxed);
-        do {
-            rec->next = head;
-        } while (!owner->remote.compare_exchange_weak(head, rec, std::memory_order_release, std::memory_order_relaxed));
-        owner->remote_frees.fetch_add(1, std::memory_order_relaxed);
+        owner->remote.push(p, (static_cast<std::uint64_t>(q.size) << 8) | code_of(q.alignment));
     }
 
     // Takes back the blocks other threads freed into this thread's heap now
@@ -229,7 +220,7 @@ public:
     {
         std::lock_guard g(registry_lock_);
         for (auto& s : slots_) {
-            s->remote.store(nullptr, std::memory_order_relaxed);
+            s->remote.clear();
             s->heap->deallocate_all();
         }
     }
@@ -253,7 +244,7 @@ public:
     std::size_t remote_frees() const {
         std::lock_guard g(registry_lock_);
         std::size_t n = 0;
-        for (auto& s : slots_) n += s->remote_frees.load(std::memory_order_relaxed);
+        for (auto& s : slots_) n += s->remote.pushed();
         return n;
     }
 
@@ -320,14 +311,11 @@ private:
     }
     // Owner only: gives every remotely freed block back to the heap.
     static void drain(slot& s) noexcept {
-        remote_record* rec = s.remote.exchange(nullptr, std::memory_order_acquire);
-        while (rec) {
-            remote_record* next = rec->next;
+        s.remote.drain([&](detail::remote_list::record* rec) noexcept {
             const std::size_t size = static_cast<std::size_t>(rec->word >> 8);
             const unsigned code = static_cast<unsigned>(rec->word & 0xff);
             s.heap->deallocate(rec, request{size, nullptr, code == 0 ? 0 : std::size_t{1} << code});
-            rec = next;
-        }
+        });
     }
 
     const std::uint64_t id_ = next_id();

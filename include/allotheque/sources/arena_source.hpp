@@ -108,6 +108,10 @@ public:
     // unlock in both processes after.
     static void prefork() noexcept { shared().lock.lock(); }
     static void postfork() noexcept { shared().lock.unlock(); }
+    // Call before the first allocate: the caller's own fork handlers call
+    // prefork/postfork, and this source registers none of its own (two would
+    // take the same lock twice).
+    static void fork_handled_externally() noexcept { shared().fork_registered.store(true, std::memory_order_release); }
 
 private:
     struct state {

@@ -1,0 +1,47 @@
+// Double-free detection for heaps whose free chunks carry no tag: a freed
+// chunk gets a mark (a 64-bit value derived from its address and a per-process
+// random key) at a fixed offset, and the allocation that hands it out again
+// clears it. Freeing a chunk that already carries the mark is a double free.
+// Two marks: `local` (in its heap's partition) and `remote` (on an owner's
+// remote-free list, not yet drained), so each path recognises the other's.
+//
+// A false alarm needs the program to have stored, at that offset of a live
+// block, the exact 64-bit value keyed by a random number it cannot read (the
+// kernel's AT_RANDOM bytes): a chance of 2^-64 per free for data that is not
+// built to hit it. The offset must lie past every link a partition writes into
+// a free chunk (the partition's min_chunk), inside the smallest chunk.
+#pragma once
+#include <sys/auxv.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace allotheque::detail {
+
+inline std::uint64_t free_mark_key() noexcept {
+    static const std::uint64_t key = [] {
+        std::uint64_t k = 0x9e3779b97f4a7c15ULL;
+        if (const auto* r = reinterpret_cast<const unsigned char*>(::getauxval(AT_RANDOM))) {
+            std::uint64_t v;
+            std::memcpy(&v, r + 8, sizeof v);   // the first 8 bytes feed the stack protector
+            k ^= v;
+        }
+        return k | 1;
+    }();
+    return key;
+}
+
+template <std::size_t Offset>
+struct free_marks {
+    static constexpr std::size_t offset = Offset;
+    static std::uint64_t local(const void* p) noexcept {
+        return (reinterpret_cast<std::uintptr_t>(p) ^ free_mark_key()) * 0xff51afd7ed558ccdULL;
+    }
+    static std::uint64_t remote(const void* p) noexcept { return ~local(p); }
+    static std::uint64_t& word(void* p) noexcept {
+        return *reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(p) + Offset);
+    }
+};
+
+} // namespace allotheque::detail

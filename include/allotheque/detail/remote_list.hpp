@@ -1,0 +1,71 @@
+// Blocks freed by threads other than their heap's owner, waiting for it: a
+// lock-free multi-producer, single-consumer stack (Treiber) threaded through
+// the freed blocks themselves. Any thread pushes with one compare-and-swap;
+// the owner takes the whole list with one exchange and gives the blocks back
+// to its heap. Used by layers::per_thread and the malloc replacement.
+//
+// A block on the list starts with the link (and, for those who need it, one
+// more word the pusher fills): it must be at least `record_bytes` long.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+
+namespace allotheque::detail {
+
+class remote_list {
+public:
+    struct record {
+        record* next;
+        std::uint64_t word;   // the pusher's: e.g. the request size
+    };
+    static constexpr std::size_t record_bytes = sizeof(record);
+
+    // Any thread. p becomes a record (its first 16 bytes are overwritten).
+    void push(void* p, std::uint64_t word = 0) noexcept {
+        auto* r = ::new (p) record{nullptr, word};
+        record* head = head_.load(std::memory_order_relaxed);
+        do {
+            r->next = head;
+        } while (!head_.compare_exchange_weak(head, r, std::memory_order_release, std::memory_order_relaxed));
+        pushed_.fetch_add(1, std::memory_order_relaxed);
+    }
+    // Only the link, for blocks too small for a record's second word.
+    void push_link(void* p) noexcept {
+        auto* r = static_cast<record*>(p);
+        record* head = head_.load(std::memory_order_relaxed);
+        do {
+            *reinterpret_cast<record**>(r) = head;
+        } while (!head_.compare_exchange_weak(head, r, std::memory_order_release, std::memory_order_relaxed));
+        pushed_.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    // A cheap look for the owner's fast path (may miss a push in flight).
+    bool maybe_nonempty() const noexcept { return head_.load(std::memory_order_relaxed) != nullptr; }
+
+    // Owner only: f(record*) for every block pushed so far, newest first. f may
+    // reuse the block's memory (the next link is read before f is called).
+    template <class F>
+    std::size_t drain(F&& f) noexcept {
+        record* r = head_.exchange(nullptr, std::memory_order_acquire);
+        std::size_t n = 0;
+        while (r) {
+            record* next = r->next;
+            f(r);
+            r = next;
+            ++n;
+        }
+        return n;
+    }
+    // Drops whatever is on the list (the blocks go with their heap).
+    void clear() noexcept { head_.store(nullptr, std::memory_order_relaxed); }
+
+    std::size_t pushed() const noexcept { return pushed_.load(std::memory_order_relaxed); }
+
+private:
+    std::atomic<record*> head_{nullptr};
+    std::atomic<std::size_t> pushed_{0};
+};
+
+} // namespace allotheque::detail

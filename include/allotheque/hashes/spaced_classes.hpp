@@ -1,0 +1,53 @@
+// Exact size classes spaced as modern mallocs space them: multiples of `Step`
+// up to `Linear`, then `PerDoubling` evenly spaced sizes in every power-of-two
+// range (Linear = 128, four per doubling: 160, 192, 224, 256, 320, ...), so no
+// block wastes more than a quarter of its size to rounding above `Linear`.
+// Every class holds one size: a heap without splitting can use it.
+#pragma once
+#include <bit>
+#include <cstddef>
+
+#include <allotheque/containers/class_index.hpp>
+#include <allotheque/hashes/hash_function.hpp>
+#include <allotheque/detail/bits.hpp>
+
+namespace allotheque {
+
+template <std::size_t Step = 16, std::size_t Linear = 128, std::size_t PerDoubling = 4>
+struct spaced_classes {
+    static_assert(detail::is_pow2(Step) && detail::is_pow2(Linear) && detail::is_pow2(PerDoubling),
+                  "spaced_classes<Step, Linear, PerDoubling>: powers of two");
+    static_assert(Linear >= Step * PerDoubling, "spaced_classes: Linear >= Step * PerDoubling keeps steps >= Step");
+    static constexpr bool exact = true;
+    static constexpr std::size_t linear_classes = Linear / Step + 1;
+    static constexpr unsigned linear_log = std::countr_zero(Linear);
+    static constexpr unsigned per_log = std::countr_zero(PerDoubling);
+
+    template <class Attr>
+    static constexpr std::size_t index_of(typename Attr::value_type n) noexcept {
+        if (n <= Linear) return (n + Step - 1) / Step;
+        const unsigned g = static_cast<unsigned>(std::bit_width(n - 1)) - 1;   // n in (2^g, 2^(g+1)]
+        const std::size_t step_log = g - per_log;
+        const std::size_t sub = (n - (std::size_t{1} << g) + (std::size_t{1} << step_log) - 1) >> step_log;
+        return linear_classes + (g - linear_log) * PerDoubling + (sub - 1);
+    }
+    static constexpr std::size_t round(std::size_t n) noexcept {
+        if (n <= Linear) return detail::round_up(n, Step);
+        const unsigned g = static_cast<unsigned>(std::bit_width(n - 1)) - 1;
+        return detail::round_up(n, std::size_t{1} << (g - per_log));
+    }
+    static constexpr size_class classify(std::size_t n) noexcept {
+        if (n <= Linear) {
+            const std::size_t i = (n + Step - 1) / Step;
+            return {i * Step, i};
+        }
+        const unsigned g = static_cast<unsigned>(std::bit_width(n - 1)) - 1;
+        const unsigned step_log = g - per_log;
+        const std::size_t sub = (n - (std::size_t{1} << g) + (std::size_t{1} << step_log) - 1) >> step_log;
+        return {(std::size_t{1} << g) + (sub << step_log), linear_classes + (g - linear_log) * PerDoubling + (sub - 1)};
+    }
+    template <class Attr, class Header, class Init>
+    using index = dense_index<linear_classes + (64 - linear_log) * PerDoubling, Header, Init>;
+};
+
+} // namespace allotheque
