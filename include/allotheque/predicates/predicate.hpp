@@ -219,8 +219,8 @@ struct predicate_of {
     }
 
     // The lower-bound loop is inlined into the container, as a hand-written
-    // segregated allocator would have it; every other search is one function
-    // (the shape the inliner has always seen, so code and speed are unchanged).
+    // segregated allocator would have it; the other searches are one function
+    // each, with a lookup's fallback out of line (fall_back).
     template <class C, class Attempt>
     [[gnu::always_inline]] static std::byte* search(C& c, typename C::value_type target, Attempt&& attempt) {
         if constexpr (Start == start_at::begin && (Stop == stop_when::greater_equal || Stop == stop_when::min_fit) &&
@@ -254,29 +254,8 @@ private:
             looked = c.lookup(target);
             if (looked != none && looked != cached)
                 if (std::byte* p = attempt(looked)) return p;
-            if constexpr (Fallback == fallback_to::none) {
-                return nullptr;
-            } else {
-                handle tried_last = none;
-                if constexpr (Fallback != fallback_to::first) {
-                    if (handle l = c.last(); l != none && l != looked) {
-                        if (std::byte* p = attempt(l)) return p;
-                        tried_last = l;
-                    }
-                }
-                // A container may know a lower bound for where the walk can
-                // first succeed (its walk memo); it learns where the walk ended.
-                handle from = c.first();
-                if constexpr (resumable_cursor<C>) from = c.walk_start();
-                for (handle h = from; h != none; h = c.next(h))
-                    if (h != looked && h != tried_last)
-                        if (std::byte* p = attempt(h)) {
-                            if constexpr (resumable_cursor<C>) c.walk_ended(h);
-                            return p;
-                        }
-                if constexpr (resumable_cursor<C>) c.walk_ended(none);
-                return nullptr;
-            }
+            if constexpr (Fallback == fallback_to::none) return nullptr;
+            else return fall_back(c, attempt, looked);
         } else {
             auto fits = [&](handle h) {
                 if constexpr (Stop == stop_when::equal) return c.value(h) == target;
@@ -318,6 +297,34 @@ private:
                 return nullptr;
             }
         }
+    }
+
+    // The target's class could not serve: the class used last, then a walk.
+    // Out of line, so that the lookup that succeeds stays small where it is
+    // inlined (the walk and its memo hooks are the long, rarer path).
+    template <class C, class Attempt>
+    [[gnu::noinline]] static std::byte* fall_back(C& c, Attempt& attempt, typename C::handle looked) {
+        using handle = typename C::handle;
+        const handle none = c.none();
+        handle tried_last = none;
+        if constexpr (Fallback != fallback_to::first) {
+            if (handle l = c.last(); l != none && l != looked) {
+                if (std::byte* p = attempt(l)) return p;
+                tried_last = l;
+            }
+        }
+        // A container may know a lower bound for where the walk can
+        // first succeed (its walk memo); it learns where the walk ended.
+        handle from = c.first();
+        if constexpr (resumable_cursor<C>) from = c.walk_start();
+        for (handle h = from; h != none; h = c.next(h))
+            if (h != looked && h != tried_last)
+                if (std::byte* p = attempt(h)) {
+                    if constexpr (resumable_cursor<C>) c.walk_ended(h);
+                    return p;
+                }
+        if constexpr (resumable_cursor<C>) c.walk_ended(none);
+        return nullptr;
     }
 };
 
