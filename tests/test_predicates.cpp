@@ -1,18 +1,31 @@
 // Allocation predicates: the generic search over a test cursor (which class is
 // attempted first, the fallback order, refusals continuing the walk), then the
-// same predicates inside real containers (list, rb_tree) fed chunks by hand.
+// same predicates inside real containers (list, rb_tree) fed chunks by hand;
+// then the predicate protocol: the concept, the cursor capabilities each
+// container offers, every container going through the one hook, and `nearest`
+// (a predicate written against the protocol alone) on cursors and containers.
 #include "catch.hpp"
 
+#include <allotheque/attributes/address_bits.hpp>
 #include <allotheque/attributes/size.hpp>
-#include <allotheque/containers/list.hpp>
+#include <allotheque/containers/hash_table.hpp>
+#include <allotheque/containers/list.hpp>   // alone brings list<Attr, void, Pred> (element_list.hpp)
 #include <allotheque/containers/rb_tree.hpp>
 #include <allotheque/containers/search.hpp>
+#include <allotheque/hashes/identity.hpp>
+#include <allotheque/hashes/pow2_segregation.hpp>
 #include <allotheque/predicates/fits.hpp>
 #include <allotheque/predicates/match.hpp>
+#include <allotheque/predicates/nearest.hpp>
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <map>
+#include <numeric>
+#include <random>
 #include <set>
+#include <tuple>
 #include <vector>
 
 namespace al = allotheque;
@@ -390,4 +403,490 @@ TEST_CASE("rb_tree<size, list<void>, Pred>: lower_bound and lookup paths", "[pre
         CHECK(c.take(64) == 0);
         CHECK(c.take(64) == -1);
     }
+}
+
+// ---- the predicate protocol ------------------------------------------------
+
+// A named namespace: clang warns about unused constants of internal classes,
+// and these exist only for the concept to look at.
+namespace protocol_cases {
+
+// Not predicates: each misses one requirement of allocation_predicate.
+struct finder {   // a search that takes the first class
+    template <class C, class A>
+    static std::byte* search(C& c, typename C::value_type, A&& attempt) {
+        for (auto h = c.first(); h != c.none(); h = c.next(h))
+            if (std::byte* p = attempt(h)) return p;
+        return nullptr;
+    }
+};
+struct no_traits : finder {};
+struct no_exact : finder {
+    static constexpr bool can_leave_target = true;
+};
+struct no_can_leave : finder {
+    static constexpr bool exact = false;
+};
+struct contradictory : finder {
+    static constexpr bool exact = true;
+    static constexpr bool can_leave_target = true;
+};
+struct no_search {
+    static constexpr bool exact = false;
+    static constexpr bool can_leave_target = true;
+};
+struct runtime_trait : finder {
+    static inline bool exact = false;   // not a constant
+    static constexpr bool can_leave_target = true;
+};
+struct well_formed : finder {
+    static constexpr bool exact = false;
+    static constexpr bool can_leave_target = true;
+};
+struct bad_fallback : well_formed {   // looks like predicate_of, with a value that names no enumerator
+    static constexpr al::start_at start = al::start_at::lookup;
+    static constexpr al::stop_when stop = al::stop_when::equal;
+    static constexpr al::fallback_to fallback = al::fallback_to(4);
+};
+struct bad_start : well_formed {
+    static constexpr al::start_at start = al::start_at(-1);
+};
+struct bad_stop : well_formed {
+    static constexpr al::stop_when stop = al::stop_when(5);
+};
+struct bad_accepts : well_formed {
+    static void accepts(std::size_t, std::size_t) {}
+};
+
+} // namespace protocol_cases
+using namespace protocol_cases;
+
+static_assert(al::allocation_predicate<al::first_fit> && al::allocation_predicate<al::next_fit> &&
+              al::allocation_predicate<al::best_fit> && al::allocation_predicate<al::worst_fit> &&
+              al::allocation_predicate<al::match> && al::allocation_predicate<al::match_only> &&
+              al::allocation_predicate<al::match_first> && al::allocation_predicate<al::match_last_first> &&
+              al::allocation_predicate<al::nearest> && al::allocation_predicate<well_formed>);
+static_assert(!al::allocation_predicate<no_traits> && !al::allocation_predicate<no_exact> &&
+              !al::allocation_predicate<no_can_leave> && !al::allocation_predicate<contradictory> &&
+              !al::allocation_predicate<no_search> && !al::allocation_predicate<runtime_trait> &&
+              !al::allocation_predicate<int>);
+static_assert(!al::allocation_predicate<bad_fallback> && !al::allocation_predicate<bad_start> &&
+              !al::allocation_predicate<bad_stop> && !al::allocation_predicate<bad_accepts>);
+// Derived traits of predicate_of; optional traits default to false.
+static_assert(al::predicate_lookup_only<al::match_only> && !al::predicate_lookup_only<al::match_first> &&
+              !al::predicate_lookup_only<al::match>);
+static_assert(al::predicate_resumes_walks<al::match_first> && al::predicate_resumes_walks<al::match_next> &&
+              !al::predicate_resumes_walks<al::match_only> && !al::predicate_resumes_walks<al::first_fit>);
+static_assert(al::predicate_wants_sorted<al::best_fit> && !al::predicate_wants_sorted<al::first_fit>);
+static_assert(!al::predicate_remembers<well_formed> && !al::predicate_lookup_only<well_formed> &&
+              !al::predicate_resumes_walks<well_formed> && !al::predicate_wants_sorted<well_formed>);
+static_assert(!al::is_exact_match<al::nearest> && al::can_leave_target<al::nearest>);
+
+namespace protocol_cases {
+// predicate_of's searches without its declared `accepts`.
+struct derived_first_fit {
+    static constexpr bool exact = false;
+    static constexpr bool can_leave_target = true;
+    template <class C, class A>
+    static std::byte* search(C& c, typename C::value_type t, A&& a) {
+        return al::first_fit::search(c, t, a);
+    }
+};
+struct derived_match {
+    static constexpr bool exact = true;
+    static constexpr bool can_leave_target = false;
+    template <class C, class A>
+    static std::byte* search(C& c, typename C::value_type t, A&& a) {
+        return al::match::search(c, t, a);
+    }
+};
+} // namespace protocol_cases
+
+TEST_CASE("value_accepts: declared by predicate_of, derived from search otherwise", "[predicates][protocol]") {
+    CHECK(al::value_accepts<al::match>(std::size_t{8}, std::size_t{8}));
+    CHECK(!al::value_accepts<al::match>(std::size_t{9}, std::size_t{8}));
+    CHECK(al::value_accepts<al::first_fit>(std::size_t{9}, std::size_t{8}));
+    CHECK(!al::value_accepts<al::first_fit>(std::size_t{7}, std::size_t{8}));
+    CHECK(al::value_accepts<al::match_first>(std::size_t{7}, std::size_t{8}));
+    // nearest declares no accepts: a one-class container always serves.
+    CHECK(al::value_accepts<al::nearest>(std::size_t{7}, std::size_t{8}));
+    CHECK(al::value_accepts<al::nearest>(std::size_t{0}, std::size_t{1000}));
+    // The derivation agrees with predicate_of's declarations.
+    for (std::size_t have = 0; have < 6; ++have)
+        for (std::size_t want = 0; want < 6; ++want) {
+            CHECK(al::value_accepts<derived_first_fit>(have, want) == al::value_accepts<al::first_fit>(have, want));
+            CHECK(al::value_accepts<derived_match>(have, want) == al::value_accepts<al::match>(have, want));
+        }
+}
+
+namespace {
+
+// An ordered test cursor (values ascending), counting how the search entered it.
+struct ordered_test_cursor : test_cursor {
+    std::size_t lower_bounds = 0, firsts = 0;
+    handle first() noexcept {
+        ++firsts;
+        return test_cursor::first();
+    }
+    handle lower_bound(value_type v) noexcept {
+        ++lower_bounds;
+        for (handle h = 0; h < values.size(); ++h)
+            if (values[h] >= v) return h;
+        return nil;
+    }
+    handle prev(handle h) const noexcept {
+        if (h == nil) return values.empty() ? nil : values.size() - 1;
+        return h == 0 ? nil : h - 1;
+    }
+};
+static_assert(al::bidirectional_cursor<ordered_test_cursor> && !al::ordered_cursor<test_cursor>);
+
+template <class Pred, class Cursor>
+outcome run_on(Cursor& c, unsigned target, const std::set<std::size_t>& refuse = {}) {
+    outcome o;
+    std::byte* p = al::search<Pred>(c, target, [&](std::size_t h) -> std::byte* {
+        o.attempts.push_back(h);
+        return refuse.count(h) ? nullptr : arena + h;
+    });
+    if (p) o.served = p - arena;
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("search: fit predicates start at an ordered cursor's lower bound", "[predicates][protocol]") {
+    for (auto run_fit : {+[](ordered_test_cursor& c, unsigned t, const std::set<std::size_t>& r) {
+                             return run_on<al::first_fit>(c, t, r);
+                         },
+                         +[](ordered_test_cursor& c, unsigned t, const std::set<std::size_t>& r) {
+                             return run_on<al::best_fit>(c, t, r);
+                         }}) {
+        ordered_test_cursor c{{{3, 5, 7, 9}}};
+        auto o = run_fit(c, 6, {});
+        CHECK(o.attempts == v{2});
+        CHECK(c.lower_bounds == 1);
+        CHECK(c.firsts == 0);   // no walk from the first class
+        o = run_fit(c, 6, {2});
+        CHECK(o.attempts == v{2, 3});
+        o = run_fit(c, 10, {});
+        CHECK(o.attempts.empty());
+        CHECK(o.served == -1);
+    }
+    // The same predicates on the same classes without the capability: same answers.
+    CHECK(run<al::first_fit>({3, 5, 7, 9}, 6, {2}).attempts == v{2, 3});
+    CHECK(run<al::best_fit>({3, 5, 7, 9}, 6, {2}).attempts == v{2, 3});
+    // next_fit, match and the fallbacks do not use it.
+    ordered_test_cursor c{{{3, 5, 7, 9}}};
+    CHECK(run_on<al::next_fit>(c, 6).attempts == v{2});
+    CHECK(run_on<al::match_first>(c, 6).attempts == v{0});
+    CHECK(c.lower_bounds == 0);
+}
+
+TEST_CASE("search: nearest on a cursor without capabilities", "[predicates][nearest]") {
+    auto o = run<al::nearest>({10, 2, 7, 30}, 7);
+    CHECK(o.attempts == v{2});   // the target itself
+    o = run<al::nearest>({10, 2, 7, 30}, 8);
+    CHECK(o.attempts == v{2});   // 7 is 1 away
+    o = run<al::nearest>({10, 2, 6, 30}, 8);
+    CHECK(o.attempts == v{2});   // 6 and 10 both 2 away: the lower
+    o = run<al::nearest>({10, 2, 6, 30}, 8, {2});
+    CHECK(o.attempts == v{2, 0});   // then 10, then 2
+    o = run<al::nearest>({10, 2, 6, 30}, 8, {0, 2});
+    CHECK(o.attempts == v{2, 0, 1});
+    CHECK(o.served == 1);
+    o = run<al::nearest>({10, 2, 6, 30}, 8, {0, 1, 2, 3});
+    CHECK(o.attempts == v{2, 0, 1, 3});
+    CHECK(o.served == -1);
+    o = run<al::nearest>({}, 8);
+    CHECK(o.attempts.empty());
+    CHECK(o.served == -1);
+    // Equal values (an element list): container order among them.
+    o = run<al::nearest>({9, 5, 9, 5}, 7, {1});
+    CHECK(o.attempts == v{1, 3});
+    o = run<al::nearest>({0, 100}, 1000);   // far beyond every class
+    CHECK(o.attempts == v{1});
+}
+
+TEST_CASE("search: nearest on a bidirectional cursor", "[predicates][nearest]") {
+    ordered_test_cursor c{{{2, 6, 10, 30}}};
+    CHECK(run_on<al::nearest>(c, 8).attempts == v{1});
+    CHECK(c.firsts == 0);   // steps out from the lower bound, never walks from the first
+    CHECK(run_on<al::nearest>(c, 8, {1}).attempts == v{1, 2});
+    CHECK(run_on<al::nearest>(c, 8, {0, 1, 2}).attempts == v{1, 2, 0, 3});
+    CHECK(run_on<al::nearest>(c, 6).attempts == v{1});
+    CHECK(run_on<al::nearest>(c, 0).attempts == v{0});
+    CHECK(run_on<al::nearest>(c, 100, {3}).attempts == v{3, 2});
+    ordered_test_cursor empty{};
+    CHECK(run_on<al::nearest>(empty, 8).served == -1);
+}
+
+TEST_CASE("search: nearest tries classes by (distance, value) on every cursor", "[predicates][nearest][model]") {
+    std::mt19937_64 rng(15);
+    for (int round = 0; round < 2000; ++round) {
+        std::set<unsigned> distinct;
+        const std::size_t n = rng() % 12;
+        while (distinct.size() < n) distinct.insert(static_cast<unsigned>(rng() % 40));
+        std::vector<unsigned> values(distinct.begin(), distinct.end());
+        const unsigned target = static_cast<unsigned>(rng() % 48);
+        std::set<std::size_t> refuse;
+        for (std::size_t i = 0; i < values.size(); ++i)
+            if (rng() % 3 == 0) refuse.insert(i);
+        // Reference: every class in (distance, value) order, up to the first that serves.
+        std::vector<std::size_t> order(values.size());
+        std::iota(order.begin(), order.end(), std::size_t{0});
+        auto dist = [&](std::size_t i) { return values[i] > target ? values[i] - target : target - values[i]; };
+        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+            return std::tuple(dist(a), values[a]) < std::tuple(dist(b), values[b]);
+        });
+        v expected;
+        std::ptrdiff_t served = -1;
+        for (std::size_t i : order) {
+            expected.push_back(i);
+            if (!refuse.count(i)) {
+                served = static_cast<std::ptrdiff_t>(i);
+                break;
+            }
+        }
+        ordered_test_cursor ordered{{values}};
+        const outcome a = run_on<al::nearest>(ordered, target, refuse);
+        // The generic path sees the classes shuffled: positions differ, values do not.
+        std::vector<std::size_t> perm(values.size());
+        std::iota(perm.begin(), perm.end(), std::size_t{0});
+        std::shuffle(perm.begin(), perm.end(), rng);
+        test_cursor shuffled{};
+        std::set<std::size_t> refuse_shuffled;
+        for (std::size_t i = 0; i < perm.size(); ++i) {
+            shuffled.values.push_back(values[perm[i]]);
+            if (refuse.count(perm[i])) refuse_shuffled.insert(i);
+        }
+        outcome b = run_on<al::nearest>(shuffled, target, refuse_shuffled);
+        for (auto& h : b.attempts) h = perm[h];
+        if (b.served >= 0) b.served = static_cast<std::ptrdiff_t>(perm[static_cast<std::size_t>(b.served)]);
+        INFO("round " << round << " target " << target);
+        REQUIRE(a.attempts == expected);
+        REQUIRE(a.served == served);
+        REQUIRE(b.attempts == expected);
+        REQUIRE(b.served == served);
+    }
+}
+
+// ---- every container goes through the hook, with its capabilities -----------
+
+namespace {
+
+// Wraps a predicate: same traits, same search, and a record of the cursors it got.
+struct hook_log {
+    int calls = 0;
+    bool ordered = false, bidirectional = false, resumable = false;
+};
+hook_log hooks;
+
+template <class Pred>
+struct spy : Pred {
+    template <class C, class A>
+    static std::byte* search(C& c, typename C::value_type t, A&& a) {
+        ++hooks.calls;
+        hooks.ordered = al::ordered_cursor<C>;
+        hooks.bidirectional = al::bidirectional_cursor<C>;
+        hooks.resumable = al::resumable_cursor<C>;
+        return Pred::search(c, t, a);
+    }
+};
+
+template <class P>
+hook_log one_allocation() {
+    container<P> c;
+    fill4(c);
+    hooks = {};
+    CHECK(c.take(40) >= 0);
+    return hooks;
+}
+
+} // namespace
+
+TEST_CASE("every container calls the predicate's search, with the capabilities it has", "[predicates][protocol]") {
+    using sized_list = al::list<al::size, al::list<void>, spy<al::first_fit>>;
+    using sized_tree = al::rb_tree<al::size, al::list<void>, spy<al::first_fit>>;
+    using elements = al::list<al::size, void, spy<al::first_fit>>;
+    using sorted_elements = al::list<al::size, void, spy<al::best_fit>>;
+    using table = al::hash_table<al::size, al::list<void>, spy<al::first_fit>, al::pow2_bins>;
+
+    hook_log l = one_allocation<sized_list>();
+    CHECK(l.calls == 1);
+    CHECK(!l.ordered);
+    l = one_allocation<sized_tree>();
+    CHECK(l.calls == 1);
+    CHECK(l.bidirectional);
+    l = one_allocation<elements>();
+    CHECK(l.calls == 1);
+    CHECK(!l.ordered);   // unsorted
+    l = one_allocation<sorted_elements>();
+    CHECK(l.calls == 1);
+    CHECK(l.ordered);   // kept sorted for best fit
+    CHECK(!l.bidirectional);
+    l = one_allocation<table>();
+    CHECK(l.calls == 1);
+    CHECK(l.ordered);
+    CHECK(!l.bidirectional);
+    CHECK(!l.resumable);
+    // The walk memo is offered to a predicate that resumes walks.
+    using vtable = al::hash_table<al::vicinity<16>, al::list<al::size, al::list<void>, al::match>,
+                                  spy<al::match_first>, al::sparse_identity>;
+    container<vtable> v;
+    REQUIRE(vtable::prepare(v.h, v.buf.bytes, sizeof v.buf.bytes));
+    v.free(0, 64);
+    hooks = {};
+    CHECK(v.take(64) == 0);
+    CHECK(hooks.calls == 1);
+    CHECK(hooks.resumable);
+}
+
+TEST_CASE("list<Attr, void, Pred> from list.hpp alone: first fit and sorted best fit", "[predicates][list]") {
+    SECTION("first_fit: the newest chunk that fits") {
+        container<al::list<al::size, void, al::first_fit>> c;
+        fill4(c);
+        CHECK(c.take(40) == std::ptrdiff_t(o128));
+        CHECK(c.take(40) == std::ptrdiff_t(o48));
+        CHECK(c.take(40) == std::ptrdiff_t(o64));
+        CHECK(c.take(40) == -1);
+        CHECK(c.take(32) == std::ptrdiff_t(o32));
+    }
+    SECTION("best_fit: the smallest chunk that fits") {
+        container<al::list<al::size, void, al::best_fit>> c;
+        fill4(c);
+        CHECK(c.take(40) == std::ptrdiff_t(o48));
+        CHECK(c.take(40) == std::ptrdiff_t(o64));
+        CHECK(c.take(1) == std::ptrdiff_t(o32));
+        CHECK(c.take(129) == -1);
+        CHECK(c.take(128) == std::ptrdiff_t(o128));
+        CHECK(c.take(1) == -1);
+    }
+}
+
+// ---- nearest inside containers ---------------------------------------------
+
+namespace {
+
+// A test attribute: the 1 KiB block of `blocks` a chunk lies in; a request
+// names its block by its hint. Width 6: 64 blocks.
+constexpr std::size_t block_bytes = 1024, block_count = 64, chunk_bytes = 128;
+constexpr std::size_t chunks_per_block = block_bytes / chunk_bytes;
+alignas(block_bytes) std::byte blocks[block_count * block_bytes];
+
+struct block_of {
+    using value_type = std::size_t;
+    static constexpr bool is_explicit = false;
+    static constexpr bool from_address = true;
+    static constexpr std::size_t stored_bytes = 0;
+    static constexpr unsigned width = 6;
+    static value_type of_chunk(const std::byte* p, std::size_t) noexcept {
+        return static_cast<std::size_t>(p - blocks) / block_bytes;
+    }
+    template <al::request_like R>
+    static value_type of_request(const R& r) noexcept {
+        return r.hint ? of_chunk(static_cast<const std::byte*>(r.hint), 0) : 0;
+    }
+};
+static_assert(al::address_attribute<block_of> && al::bounded_attribute<block_of>);
+
+std::byte* chunk_at(std::size_t block, std::size_t k) { return blocks + block * block_bytes + k * chunk_bytes; }
+
+template <class P>
+struct block_container {
+    typename P::header_type h;
+    block_container() {
+        P::init(h);
+        REQUIRE(P::prepare(h, blocks, sizeof blocks));
+    }
+    ~block_container() { P::destroy(h); }
+    void free(std::size_t block, std::size_t k = 0) { P::deallocate(h, chunk_at(block, k), chunk_bytes); }
+    // The block the chunk served for a request near `hint_block` lies in; -1: none.
+    std::ptrdiff_t take_near(std::size_t hint_block) {
+        std::byte* p = P::allocate(h, al::request{chunk_bytes, chunk_at(hint_block, 0), 0});
+        return p ? static_cast<std::ptrdiff_t>(block_of::of_chunk(p, 0)) : -1;
+    }
+};
+
+using nearest_list = al::list<block_of, al::list<void>, al::nearest>;
+using nearest_tree = al::rb_tree<block_of, al::list<void>, al::nearest>;
+using nearest_table = al::hash_table<block_of, al::list<void>, al::nearest, al::dense_identity>;
+static_assert(nearest_list::address_safe && nearest_tree::address_safe && nearest_table::address_safe,
+              "nearest may leave the target: accepted on an address attribute");
+
+template <class P>
+void nearest_placement() {
+    block_container<P> c;
+    c.free(5);
+    c.free(10);
+    c.free(20);
+    c.free(20, 1);
+    c.free(40);
+    CHECK(c.take_near(20) == 20);   // the hint's own block
+    CHECK(c.take_near(14) == 10);   // 4 below rather than 6 above
+    CHECK(c.take_near(16) == 20);   // 4 above rather than 11 below
+    c.free(25);
+    CHECK(c.take_near(15) == 5);    // 10 below, 10 above: the lower block
+    CHECK(c.take_near(63) == 40);
+    CHECK(c.take_near(0) == 25);    // far away, but the only one left
+    CHECK(c.take_near(0) == -1);
+    c.free(63, 7);
+    CHECK(c.take_near(0) == 63);
+}
+
+template <class P>
+void nearest_model(std::uint64_t seed) {
+    block_container<P> c;
+    std::mt19937_64 rng(seed);
+    std::map<std::size_t, std::set<std::size_t>> free_chunks;   // block -> chunk numbers
+    std::set<std::pair<std::size_t, std::size_t>> taken;        // (block, chunk) handed out
+    for (std::size_t b = 0; b < block_count; ++b)
+        for (std::size_t k = 0; k < chunks_per_block; ++k) taken.insert({b, k});
+    for (int step = 0; step < 20000; ++step) {
+        const bool give_back = !taken.empty() && (free_chunks.empty() || rng() % 2 == 0);
+        if (give_back) {
+            auto it = std::next(taken.begin(), static_cast<std::ptrdiff_t>(rng() % taken.size()));
+            c.free(it->first, it->second);
+            free_chunks[it->first].insert(it->second);
+            taken.erase(it);
+            continue;
+        }
+        const std::size_t hint = rng() % block_count;
+        std::byte* p = P::allocate(c.h, al::request{chunk_bytes, chunk_at(hint, 0), 0});
+        INFO("step " << step << " hint block " << hint);
+        if (free_chunks.empty()) {
+            REQUIRE(p == nullptr);
+            continue;
+        }
+        // The nearest non-empty block, the lower one on a tie.
+        std::size_t want = 0, best = block_count;
+        for (const auto& [b, ks] : free_chunks) {
+            const std::size_t d = b > hint ? b - hint : hint - b;
+            if (d < best) {
+                best = d;
+                want = b;
+            }
+        }
+        REQUIRE(p != nullptr);
+        const std::size_t off = static_cast<std::size_t>(p - blocks);
+        const std::size_t b = off / block_bytes, k = off % block_bytes / chunk_bytes;
+        REQUIRE(off % chunk_bytes == 0);
+        REQUIRE(b == want);
+        REQUIRE(free_chunks[b].count(k) == 1);   // a free chunk, handed out once
+        free_chunks[b].erase(k);
+        if (free_chunks[b].empty()) free_chunks.erase(b);
+        taken.insert({b, k});
+    }
+}
+
+} // namespace
+
+TEST_CASE("nearest in a list: placement", "[predicates][nearest][list]") { nearest_placement<nearest_list>(); }
+TEST_CASE("nearest in an rb_tree: placement", "[predicates][nearest][rb_tree]") { nearest_placement<nearest_tree>(); }
+TEST_CASE("nearest in a hash_table: placement", "[predicates][nearest][hash_table]") {
+    nearest_placement<nearest_table>();
+}
+TEST_CASE("nearest in a list: model", "[predicates][nearest][list][model]") { nearest_model<nearest_list>(1); }
+TEST_CASE("nearest in an rb_tree: model", "[predicates][nearest][rb_tree][model]") { nearest_model<nearest_tree>(2); }
+TEST_CASE("nearest in a hash_table: model", "[predicates][nearest][hash_table][model]") {
+    nearest_model<nearest_table>(3);
 }

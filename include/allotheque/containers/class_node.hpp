@@ -6,22 +6,12 @@
 #include <new>
 
 #include <allotheque/attributes/attribute.hpp>
-#include <allotheque/predicates/predicate.hpp>
 
 namespace allotheque {
 
 // Whether a partition's `accepts` looks at a chunk's size.
 template <class P>
 inline constexpr bool reads_size = P::reads_size;
-
-// Could a chunk whose attribute is `have` serve a request for `want`?
-template <class Pred, class V>
-constexpr bool value_accepts(V have, V want) noexcept {
-    if constexpr (Pred::fallback != fallback_to::none) return true;
-    else if constexpr (Pred::stop == stop_when::equal) return have == want;
-    else if constexpr (Pred::stop == stop_when::always) return true;
-    else return have >= want;
-}
 
 namespace detail {
 struct empty_slot {};

@@ -13,8 +13,9 @@
 
 #include <allotheque/attributes/attribute.hpp>
 #include <allotheque/containers/class_node.hpp>
-#include <allotheque/containers/list.hpp>
+#include <allotheque/containers/list_fwd.hpp>
 #include <allotheque/containers/search.hpp>
+#include <allotheque/predicates/predicate.hpp>
 
 namespace allotheque {
 
@@ -28,6 +29,12 @@ struct list<Attr, void, Pred, Links> {
         }
     };
     using header_type = typename Links::template container<chunk>;
+
+    // A predicate that does best on ascending classes (best fit) gets them: the
+    // list is kept sorted on insertion (equal values go to the front, so an
+    // exact bin inserts in O(1)), its cursor offers lower_bound, and allocation
+    // stops at the first chunk that fits.
+    static constexpr bool sorted = predicate_wants_sorted<Pred>;
 
     static constexpr std::size_t min_chunk = sizeof(chunk);
     static constexpr bool size_exact = size_attribute<Attr> && is_exact_match<Pred>;
@@ -63,19 +70,22 @@ struct list<Attr, void, Pred, Links> {
         }
         value_type value(handle c) const noexcept { return c->value(); }
         handle last() const noexcept { return nullptr; }
+        // A sorted list is ordered: the first chunk >= v, found by walking.
+        handle lower_bound(value_type v) noexcept
+            requires sorted
+        {
+            for (chunk& c : h)
+                if (c.value() >= v) return &c;
+            return nullptr;
+        }
     };
-    static_assert(!Pred::remembers, "allotheque::list<Attr, void>: an element list keeps no last-used position");
-
-    // Best fit keeps the list sorted on insertion (equal values go to the front,
-    // so an exact bin inserts in O(1)); the first fit of a sorted list is then
-    // the best one, and allocation stops at the first chunk that fits.
-    static constexpr bool sorted = Pred::stop == stop_when::min_fit;
-    using search_predicate = std::conditional_t<sorted, first_fit, Pred>;
+    static_assert(!predicate_remembers<Pred>,
+                  "allotheque::list<Attr, void>: an element list keeps no last-used position");
 
     template <request_like R>
     static std::byte* allocate(header_type& h, const R& r) noexcept {
         cursor c{h};
-        return search<search_predicate>(c, Attr::of_request(r), [&](chunk* e) noexcept -> std::byte* {
+        return search<Pred>(c, Attr::of_request(r), [&](chunk* e) noexcept -> std::byte* {
             Links::unlink(h, *e);
             return reinterpret_cast<std::byte*>(e);
         });

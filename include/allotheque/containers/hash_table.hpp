@@ -15,6 +15,7 @@
 #include <allotheque/containers/search.hpp>
 #include <allotheque/containers/walk_memo.hpp>
 #include <allotheque/hashes/hash_function.hpp>
+#include <allotheque/predicates/predicate.hpp>
 
 namespace allotheque {
 
@@ -32,12 +33,11 @@ struct hash_table {
     // A table searched only by lookup (match_only) needs no bitmap of non-empty
     // classes: when it is small, every header is built up front and a lookup is
     // one array access, as in a hand-written segregated allocator.
-    static constexpr bool walks = !(Pred::start == start_at::lookup && Pred::fallback == fallback_to::none);
+    static constexpr bool walks = !predicate_lookup_only<Pred>;
     using index_type = std::conditional_t<
         !walks && hashed_index::classes * sizeof(typename Nested::header_type) <= detail::inline_table_limit,
         direct_index<hashed_index::classes, typename Nested::header_type, init_header>, hashed_index>;
-    static constexpr bool memoised =
-        Pred::fallback != fallback_to::none && !size_attribute<Attr> && Nested::size_exact;
+    static constexpr bool memoised = predicate_resumes_walks<Pred> && !size_attribute<Attr> && Nested::size_exact;
     struct header_type {
         index_type classes;
         std::size_t last = npos;
@@ -86,6 +86,8 @@ struct hash_table {
         handle lookup(value_type i) const noexcept { return h.classes.contains(i) ? i : npos; }
         value_type value(handle i) const noexcept { return i; }
         handle last() const noexcept { return h.last != npos && h.classes.contains(h.last) ? h.last : npos; }
+        // Classes are ordered by index: the bitmap finds the first non-empty one from v.
+        handle lower_bound(value_type i) const noexcept { return i == 0 ? h.classes.first() : h.classes.next(i - 1); }
     };
     struct memo_cursor : cursor {
         std::size_t size;
@@ -104,15 +106,6 @@ struct hash_table {
 
     template <request_like R>
     static std::byte* allocate(header_type& h, const R& r) noexcept {
-        if constexpr (Pred::start == start_at::begin &&
-                      (Pred::stop == stop_when::greater_equal || Pred::stop == stop_when::min_fit)) {
-            // Classes are ordered: start at the target class, skip empty ones by bitmap.
-            const std::size_t target = request_class(r);
-            for (std::size_t i = target == 0 ? h.classes.first() : h.classes.next(target - 1); i != npos;
-                 i = h.classes.next(i))
-                if (std::byte* p = take_from(h, i, r)) return p;
-            return nullptr;
-        }
         auto c = [&] {
             if constexpr (memoised) return memo_cursor{{h}, r.size};
             else return cursor{h};
@@ -206,7 +199,7 @@ private:
         if (!p) return nullptr;
         if constexpr (memoised) h.memo.chunk_taken(r.size);
         if (Nested::empty(nested)) h.classes.release(i);
-        if constexpr (Pred::remembers) h.last = i;
+        if constexpr (predicate_remembers<Pred>) h.last = i;
         return p;
     }
     static constexpr std::size_t class_of(typename Attr::value_type v) noexcept {

@@ -1,5 +1,7 @@
 // `list<Attr, Nested, Pred, Links>`: classes of `Attr` kept in a linked list.
 // `list<void>`: the terminal E-container, a list of the free chunks themselves.
+// `list<Attr, void, Pred>`: the element list (containers/element_list.hpp,
+// included here).
 //
 // A class node (link, the value when the attribute is explicit, the nested
 // header) lives in its host chunk. The host is not in the nested partition: it
@@ -13,15 +15,14 @@
 
 #include <allotheque/attributes/attribute.hpp>
 #include <allotheque/containers/class_node.hpp>
+#include <allotheque/containers/element_list.hpp>
 #include <allotheque/containers/links.hpp>
+#include <allotheque/containers/list_fwd.hpp>
 #include <allotheque/containers/partition.hpp>
 #include <allotheque/containers/search.hpp>
-#include <allotheque/predicates/fits.hpp>
+#include <allotheque/predicates/predicate.hpp>
 
 namespace allotheque {
-
-template <class Attr, class Nested = void, class Pred = any, class Links = singly_linked>
-struct list;
 
 // ---- terminal: the chunks -------------------------------------------------
 // It only pushes and pops, so it is a plain stack threaded through the free
@@ -89,7 +90,7 @@ struct list<Attr, Nested, Pred, Links> {
     struct node : Links::hook, class_node_base<node, Attr, Nested> {};
     struct header_type {
         typename Links::template container<node> classes;
-        [[no_unique_address]] detail::slot<Pred::remembers, node*> last{};
+        [[no_unique_address]] detail::slot<predicate_remembers<Pred>, node*> last{};
     };
 
     static constexpr std::size_t min_chunk = std::max(sizeof(node), Nested::min_chunk);
@@ -127,7 +128,7 @@ struct list<Attr, Nested, Pred, Links> {
         }
         value_type value(handle n) const noexcept { return n->value(); }
         handle last() const noexcept {
-            if constexpr (Pred::remembers) return h.last;
+            if constexpr (predicate_remembers<Pred>) return h.last;
             else return nullptr;
         }
     };
@@ -137,14 +138,14 @@ struct list<Attr, Nested, Pred, Links> {
         cursor c{h};
         return search<Pred>(c, Attr::of_request(r), [&](node* n) noexcept -> std::byte* {
             if (std::byte* p = Nested::allocate(n->nested, r)) {
-                if constexpr (Pred::remembers) h.last = n;
+                if constexpr (predicate_remembers<Pred>) h.last = n;
                 return p;
             }
             if (!Nested::empty(n->nested) || !Nested::accepts(n->host(), n->host_size(), r)) return nullptr;
             // The class used last is this one, and it disappears with its host:
             // nothing is remembered (as in hash_table, whose emptied class
             // no longer counts as the last one).
-            if constexpr (Pred::remembers) h.last = nullptr;
+            if constexpr (predicate_remembers<Pred>) h.last = nullptr;
             Links::unlink(h.classes, *n);
             return n->host();
         });
@@ -184,7 +185,7 @@ struct list<Attr, Nested, Pred, Links> {
             Nested::drain(n.nested, f);
             f(n.host());
         }
-        if constexpr (Pred::remembers) h.last = nullptr;
+        if constexpr (predicate_remembers<Pred>) h.last = nullptr;
     }
     static void clear(header_type& h) noexcept { init(h); }
 };

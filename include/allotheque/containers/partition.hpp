@@ -15,25 +15,59 @@
 
 namespace allotheque {
 
+// One named requirement per member, so that a compiler's note on a type that
+// is not a partition names the member it lacks.
+namespace requirements {
 template <class C>
-concept partition = requires(typename C::header_type& h, const typename C::header_type& ch, std::byte* p,
-                             std::size_t n, const request& r) {
-    typename C::header_type;
-    { C::min_chunk } -> std::convertible_to<std::size_t>;   // compile-time: bytes a free chunk must offer
-    { C::size_exact } -> std::convertible_to<bool>;         // a found chunk always has the requested size
-    { C::init(h) };                                         // make an empty header in raw storage
-    { C::destroy(h) };                                      // release what the header holds (mapped tables)
-    { C::prepare(h, p, n) } -> std::same_as<bool>;          // metadata for chunks in [p, p+n) exists; false: no memory
-    { C::address_safe } -> std::convertible_to<bool>;       // no address level insists on one class (see heap)
-    { C::stored_in_chunks } -> std::convertible_to<bool>;   // header can live in a chunk (no system resources)
-    { C::reads_size } -> std::convertible_to<bool>;         // accepts() looks at a chunk's size
-    { C::reads_address } -> std::convertible_to<bool>;      // some level partitions by address (uses hints)
-    { C::allocate(h, r) } -> std::same_as<std::byte*>;      // nullptr: nothing fits
-    { C::deallocate(h, p, n) };                             // give chunk [p, p+n) back to its classes
-    { C::empty(ch) } -> std::same_as<bool>;
-    { C::accepts(p, n, r) } -> std::same_as<bool>;          // could chunk [p, p+n) serve r at this level and below?
-    { C::round_size(n) } -> std::same_as<std::size_t>;      // the chunk size that serves a request of n bytes
+concept partition_has_header_type = requires { typename C::header_type; };
+template <class C>   // compile-time: bytes a free chunk must offer
+concept partition_declares_min_chunk = requires { { C::min_chunk } -> std::convertible_to<std::size_t>; };
+template <class C>   // a found chunk always has the requested size
+concept partition_declares_size_exact = requires { { C::size_exact } -> std::convertible_to<bool>; };
+template <class C>   // no address level insists on one class (see heap)
+concept partition_declares_address_safe = requires { { C::address_safe } -> std::convertible_to<bool>; };
+template <class C>   // the header can live in a chunk (no system resources)
+concept partition_declares_stored_in_chunks = requires { { C::stored_in_chunks } -> std::convertible_to<bool>; };
+template <class C>   // accepts() looks at a chunk's size
+concept partition_declares_reads_size = requires { { C::reads_size } -> std::convertible_to<bool>; };
+template <class C>   // some level partitions by address (uses hints)
+concept partition_declares_reads_address = requires { { C::reads_address } -> std::convertible_to<bool>; };
+template <class C>   // make an empty header in raw storage
+concept partition_has_init = requires(typename C::header_type& h) { C::init(h); };
+template <class C>   // release what the header holds (mapped tables)
+concept partition_has_destroy = requires(typename C::header_type& h) { C::destroy(h); };
+template <class C>   // metadata for chunks in [p, p+n) exists; false: no memory
+concept partition_has_prepare = requires(typename C::header_type& h, std::byte* p, std::size_t n) {
+    { C::prepare(h, p, n) } -> std::same_as<bool>;
 };
+template <class C>   // nullptr: nothing fits
+concept partition_has_allocate = requires(typename C::header_type& h, const request& r) {
+    { C::allocate(h, r) } -> std::same_as<std::byte*>;
+};
+template <class C>   // give chunk [p, p+n) back to its classes
+concept partition_has_deallocate = requires(typename C::header_type& h, std::byte* p, std::size_t n) {
+    C::deallocate(h, p, n);
+};
+template <class C>
+concept partition_has_empty = requires(const typename C::header_type& h) { { C::empty(h) } -> std::same_as<bool>; };
+template <class C>   // could chunk [p, p+n) serve r at this level and below?
+concept partition_has_accepts = requires(std::byte* p, std::size_t n, const request& r) {
+    { C::accepts(p, n, r) } -> std::same_as<bool>;
+};
+template <class C>   // the chunk size that serves a request of n bytes
+concept partition_has_round_size = requires(std::size_t n) { { C::round_size(n) } -> std::same_as<std::size_t>; };
+} // namespace requirements
+
+template <class C>
+concept partition =
+    requirements::partition_has_header_type<C> && requirements::partition_declares_min_chunk<C> &&
+    requirements::partition_declares_size_exact<C> && requirements::partition_declares_address_safe<C> &&
+    requirements::partition_declares_stored_in_chunks<C> && requirements::partition_declares_reads_size<C> &&
+    requirements::partition_declares_reads_address<C> && requirements::partition_has_init<C> &&
+    requirements::partition_has_destroy<C> && requirements::partition_has_prepare<C> &&
+    requirements::partition_has_allocate<C> && requirements::partition_has_deallocate<C> &&
+    requirements::partition_has_empty<C> && requirements::partition_has_accepts<C> &&
+    requirements::partition_has_round_size<C>;
 
 // Range deallocation (optional member of a partition):
 //   C::deallocate_run(h, ps, count, n) gives back chunks ps[0..count) of n bytes

@@ -1,7 +1,8 @@
 // `rb_tree<Attr, Nested, Pred>`: classes of `Attr` in a red-black tree
 // (Boost.Intrusive, node inside the host chunk, colour packed in the parent
-// pointer). The ordered C-container: lookups in O(log n), and the fit
-// predicates start at the lower bound instead of walking.
+// pointer). The ordered C-container: lookups in O(log n), and a cursor that
+// offers lower_bound and prev (containers/search.hpp), so a fit predicate starts
+// at the lower bound instead of walking and `nearest` steps outwards.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include <allotheque/containers/search.hpp>
 #include <allotheque/containers/walk_memo.hpp>
 #include <allotheque/predicates/match.hpp>
+#include <allotheque/predicates/predicate.hpp>
 
 namespace allotheque {
 
@@ -38,10 +40,10 @@ struct rb_tree {
     // See walk_memo.hpp: the fallback walk over the tree resumes at a lower
     // bound per request size instead of the first class.
     static constexpr bool memoised =
-        MemoSlots > 0 && Pred::fallback != fallback_to::none && !size_attribute<Attr> && Nested::size_exact;
+        MemoSlots > 0 && predicate_resumes_walks<Pred> && !size_attribute<Attr> && Nested::size_exact;
     struct header_type {
         tree_type classes;
-        [[no_unique_address]] detail::slot<Pred::remembers, node*> last{};
+        [[no_unique_address]] detail::slot<predicate_remembers<Pred>, node*> last{};
         [[no_unique_address]] detail::slot<memoised, walk_memo<value_type, (MemoSlots > 0 ? MemoSlots : 1)>> memo{};
     };
 
@@ -78,8 +80,16 @@ struct rb_tree {
         }
         value_type value(handle n) const noexcept { return n->value(); }
         handle last() const noexcept {
-            if constexpr (Pred::remembers) return h.last;
+            if constexpr (predicate_remembers<Pred>) return h.last;
             else return nullptr;
+        }
+        handle lower_bound(value_type v) noexcept {
+            auto it = h.classes.lower_bound(v);
+            return it == h.classes.end() ? nullptr : &*it;
+        }
+        handle prev(handle n) noexcept {
+            auto it = n ? h.classes.iterator_to(*n) : h.classes.end();
+            return it == h.classes.begin() ? nullptr : &*std::prev(it);
         }
     };
 
@@ -103,7 +113,7 @@ struct rb_tree {
     static std::byte* allocate(header_type& h, const R& r) noexcept {
         auto attempt = [&](node* n) noexcept -> std::byte* {
             if (std::byte* p = Nested::allocate(n->nested, r)) {
-                if constexpr (Pred::remembers) h.last = n;
+                if constexpr (predicate_remembers<Pred>) h.last = n;
                 if constexpr (memoised) h.memo.chunk_taken(r.size);
                 return p;
             }
@@ -111,19 +121,13 @@ struct rb_tree {
             // The class used last is this one, and it disappears with its host:
             // nothing is remembered (as in hash_table, whose emptied class
             // no longer counts as the last one).
-            if constexpr (Pred::remembers) h.last = nullptr;
+            if constexpr (predicate_remembers<Pred>) h.last = nullptr;
             if constexpr (memoised) h.memo.chunk_taken(r.size);
             h.classes.erase(h.classes.iterator_to(*n));
             return n->host();
         };
         const value_type target = Attr::of_request(r);
-        if constexpr (Pred::start == start_at::begin &&
-                      (Pred::stop == stop_when::greater_equal || Pred::stop == stop_when::min_fit)) {
-            // Ordered classes: the first class >= target is also the best fit.
-            for (auto it = h.classes.lower_bound(target); it != h.classes.end(); ++it)
-                if (std::byte* p = attempt(&*it)) return p;
-            return nullptr;
-        } else if constexpr (memoised) {
+        if constexpr (memoised) {
             memo_cursor c{{h}, r.size};
             return search<Pred>(c, target, attempt);
         } else {
@@ -165,7 +169,7 @@ struct rb_tree {
             Nested::drain(n->nested, f);
             f(n->host());
         });
-        if constexpr (Pred::remembers) h.last = nullptr;
+        if constexpr (predicate_remembers<Pred>) h.last = nullptr;
         if constexpr (memoised) h.memo = {};
     }
     static void clear(header_type& h) noexcept { init(h); }

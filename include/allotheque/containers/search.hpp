@@ -1,111 +1,90 @@
-// The generic class search: a predicate drives a container's traversal.
+// The one place where a container meets a predicate.
 //
-// A container exposes its classes through a small cursor interface (first,
-// next, lookup, value, and a remembered last class); `search` walks them in the
-// order the predicate asks for and calls `attempt` on each candidate class.
-// `attempt` allocates from the class's nested partition and returns nullptr when
-// the class cannot serve the request after all, so the walk goes on.
+// A container shows its classes to a predicate through a cursor: a handle per
+// class, walked with first/next, found by value with lookup, read with value,
+// plus the class the container remembers having used last. Every container's
+// allocate calls `search<Pred>(cursor, target, attempt)`, which hands the cursor
+// to the predicate's own `search` (see predicates/predicate.hpp for the
+// protocol). The predicate picks candidate classes in its order and calls
+// `attempt` on each; `attempt` allocates from the class's nested partition and
+// returns nullptr when the class cannot serve after all, so the walk goes on.
+//
+// What a container can do cheaply beyond the required interface it offers as
+// optional cursor members (capabilities, one concept each below), and a
+// predicate uses them when present: that is how an ordered container gives
+// every predicate, not only the built-in ones, a lower-bound start.
 #pragma once
 #include <concepts>
 #include <cstddef>
 
-#include <allotheque/predicates/predicate.hpp>
-
 namespace allotheque {
 
+// Required of every cursor. A failed attempt leaves the cursor's handles valid;
+// a successful one may invalidate them (the predicate returns at once).
 template <class C>
 concept class_cursor = requires(C& c, typename C::handle h, typename C::value_type v) {
-    { c.none() } -> std::same_as<typename C::handle>;
-    { c.first() } -> std::same_as<typename C::handle>;
-    { c.next(h) } -> std::same_as<typename C::handle>;
-    { c.lookup(v) } -> std::same_as<typename C::handle>;
+    { c.none() } -> std::same_as<typename C::handle>;     // the past-the-end handle
+    { c.first() } -> std::same_as<typename C::handle>;    // the first non-empty class, or none
+    { c.next(h) } -> std::same_as<typename C::handle>;    // the class after h, or none
+    { c.lookup(v) } -> std::same_as<typename C::handle>;  // the class of value v, or none
     { c.value(h) } -> std::same_as<typename C::value_type>;
-    { c.last() } -> std::same_as<typename C::handle>;
+    { c.last() } -> std::same_as<typename C::handle>;     // the class used last, or none (see `remembers`)
 };
 
-template <allocation_predicate Pred, class_cursor C, class Attempt>
-std::byte* search(C& c, typename C::value_type target, Attempt&& attempt) {
-    using handle = typename C::handle;
-    const handle none = c.none();
+// ---- optional capabilities ------------------------------------------------
 
-    if constexpr (Pred::start == start_at::lookup) {
-        handle looked = none;
-        [[maybe_unused]] handle cached = none;
-        if constexpr (Pred::fallback == fallback_to::last_only_then_first) {
-            // Defero's `next`: the cached class is checked before any lookup.
-            if (handle l = c.last(); l != none && c.value(l) == target) {
-                if (std::byte* p = attempt(l)) return p;
-                cached = l;   // it is the target class: the lookup would find it again
-            }
-        }
-        looked = c.lookup(target);
-        if (looked != none && looked != cached)
-            if (std::byte* p = attempt(looked)) return p;
-        if constexpr (Pred::fallback == fallback_to::none) {
-            return nullptr;
-        } else {
-            handle tried_last = none;
-            if constexpr (Pred::fallback != fallback_to::first) {
-                if (handle l = c.last(); l != none && l != looked) {
-                    if (std::byte* p = attempt(l)) return p;
-                    tried_last = l;
-                }
-            }
-            // A container may know a lower bound for where the walk can first
-            // succeed (see hash_table's scan memo); it learns where it ended.
-            handle from = c.first();
-            if constexpr (requires { c.walk_start(); }) from = c.walk_start();
-            for (handle h = from; h != none; h = c.next(h))
-                if (h != looked && h != tried_last)
-                    if (std::byte* p = attempt(h)) {
-                        if constexpr (requires { c.walk_ended(h); }) c.walk_ended(h);
-                        return p;
-                    }
-            if constexpr (requires { c.walk_ended(none); }) c.walk_ended(none);
-            return nullptr;
-        }
-    } else {
-        auto fits = [&](handle h) {
-            if constexpr (Pred::stop == stop_when::equal) return c.value(h) == target;
-            else if constexpr (Pred::stop == stop_when::always) return true;
-            else return c.value(h) >= target;
-        };
-        if constexpr (Pred::stop == stop_when::min_fit || Pred::stop == stop_when::max_value) {
-            // One pass to find the extreme class; a class that then refuses
-            // (its nested partition cannot serve) falls back to a linear walk.
-            handle best = none;
-            for (handle h = c.first(); h != none; h = c.next(h)) {
-                if (Pred::stop == stop_when::min_fit && !fits(h)) continue;
-                if (Pred::stop == stop_when::min_fit && c.value(h) == target) {   // cannot do better
-                    best = h;
-                    break;
-                }
-                if (best == none || (Pred::stop == stop_when::min_fit ? c.value(h) < c.value(best)
-                                                                      : c.value(h) > c.value(best)))
-                    best = h;
-            }
-            if (best == none) return nullptr;
-            if (std::byte* p = attempt(best)) return p;
-            for (handle h = c.first(); h != none; h = c.next(h))
-                if (h != best && (Pred::stop == stop_when::max_value || fits(h)))
-                    if (std::byte* p = attempt(h)) return p;
-            return nullptr;
-        } else {
-            handle from = none;
-            if constexpr (Pred::start == start_at::last_used) from = c.last();
-            if (from == none) from = c.first();
-            for (handle h = from; h != none; h = c.next(h))
-                if (fits(h))
-                    if (std::byte* p = attempt(h)) return p;
-            if constexpr (Pred::start == start_at::last_used) {
-                // Wrap around: the classes before the remembered one.
-                for (handle h = c.first(); h != none && h != from; h = c.next(h))
-                    if (fits(h))
-                        if (std::byte* p = attempt(h)) return p;
-            }
-            return nullptr;
-        }
+// An ordered container: first/next visit the classes in ascending value order,
+// and lower_bound(v) is the first class whose value is >= v, or none.
+template <class C>
+concept ordered_cursor = class_cursor<C> && requires(C& c, typename C::value_type v) {
+    { c.lower_bound(v) } -> std::same_as<typename C::handle>;
+};
+
+// An ordered container that also steps backwards: prev(h) is the class before
+// h (none before the first), prev(none()) the last class.
+template <class C>
+concept bidirectional_cursor = ordered_cursor<C> && requires(C& c, typename C::handle h) {
+    { c.prev(h) } -> std::same_as<typename C::handle>;
+};
+
+// A container that keeps a walk memo (containers/walk_memo.hpp) for a walk in
+// container order that takes the first class able to serve: walk_start() is
+// where such a walk may start without missing a class that can serve (none: it
+// would find nothing), walk_ended(h) tells the memo where it stopped (none:
+// nothing found). Offered only to predicates that declare `resumes_walks`.
+template <class C>
+concept resumable_cursor = class_cursor<C> && requires(C& c, typename C::handle h) {
+    { c.walk_start() } -> std::same_as<typename C::handle>;
+    c.walk_ended(h);
+};
+
+// ---- archetypes: the least a predicate may count on ------------------------
+// The allocation_predicate concept checks that a predicate's search accepts
+// this cursor, which has the required members and no capability.
+struct cursor_archetype {
+    using handle = std::size_t;
+    using value_type = std::size_t;
+    handle none() const noexcept;
+    handle first() noexcept;
+    handle next(handle) noexcept;
+    handle lookup(value_type) noexcept;
+    value_type value(handle) const noexcept;
+    handle last() const noexcept;
+};
+struct attempt_archetype {
+    std::byte* operator()(cursor_archetype::handle) const noexcept;
+};
+static_assert(class_cursor<cursor_archetype> && !ordered_cursor<cursor_archetype>);
+
+// ---- the hook -----------------------------------------------------------------
+// Always inlined, like a predicate's dispatch (see predicate_of::search): the
+// hook must cost nothing over a container calling the search loop itself.
+template <class Pred, class_cursor C, class Attempt>
+    requires requires(C& c, typename C::value_type v, Attempt& a) {
+        { Pred::search(c, v, a) } -> std::same_as<std::byte*>;
     }
+[[gnu::always_inline]] inline std::byte* search(C& c, typename C::value_type target, Attempt&& attempt) {
+    return Pred::search(c, target, attempt);
 }
 
 } // namespace allotheque
