@@ -655,3 +655,70 @@ TEST_CASE("layer base: a layer overriding only allocate (or only try_allocate) i
     static_assert(al::layers::has_trim<counting_try<al::kingsley_heap<>>> &&
                   al::layers::has_unsized_deallocate<counting_try<al::kingsley_heap<>>>);
 }
+
+namespace {
+
+// A pool stage of the user's own: the library's span_pool, counting what the
+// registry asks of it. Any heap picks it up through its options.
+template <al::source S>
+class counting_pool : public al::backend::span_pool<S, al::heap_options<>> {
+    using base = al::backend::span_pool<S, al::heap_options<>>;
+
+public:
+    using base::base;
+    static inline std::size_t takes = 0, gives = 0;
+    al::backend::span* take(std::size_t bytes, const void* near) noexcept {
+        ++takes;
+        return base::take(bytes, near);
+    }
+    void give(al::backend::span* s) noexcept {
+        ++gives;
+        base::give(s);
+    }
+};
+
+struct counting_pool_options : al::configured<al::heap_config{}> {
+    template <al::source S>
+    using pool = counting_pool<S>;
+};
+
+static_assert(al::backend::span_provider<al::backend::span_pool<al::mmap_source, al::heap_options<>>>);
+static_assert(al::backend::span_provider<counting_pool<al::mmap_source>>);
+static_assert(!al::backend::span_provider<int>);
+
+} // namespace
+
+TEST_CASE("back-end stages: a heap takes its pool stage from its options", "[backend]") {
+    using P = counting_pool<tracking_source>;
+    static_assert(std::is_same_v<al::backend::pool_for<tracking_source, counting_pool_options>, P>);
+    source_ledger ledger;
+    {
+        al::velox_heap<tracking_source, counting_pool_options> velox{tracking_source(ledger)};
+        al::lea_heap<tracking_source, counting_pool_options> lea{tracking_source(ledger)};
+        std::vector<std::pair<void*, std::size_t>> live;
+        std::mt19937 rng(7);
+        for (int i = 0; i < 20000; ++i) {
+            const std::size_t n = 8 + rng() % (i % 100 == 0 ? 300000 : 600);
+            void* p = (i % 2 ? static_cast<void*>(velox.allocate(al::request{n})) : lea.allocate(al::request{n}));
+            std::memset(p, static_cast<int>(i & 0xff), n);
+            live.emplace_back(p, n);
+            if (live.size() > 500) {
+                const std::size_t k = rng() % live.size();
+                auto [q, m] = live[k];
+                live[k] = live.back();
+                live.pop_back();
+                if (velox.owns(q)) velox.deallocate(q, al::request{m});
+                else lea.deallocate(q);
+            }
+        }
+        CHECK(P::takes > 0u);
+        for (auto [q, m] : live) {
+            if (velox.owns(q)) velox.deallocate(q, al::request{m});
+            else lea.deallocate(q);
+        }
+        velox.trim();
+        lea.trim();
+        CHECK(P::gives > 0u);
+    }
+    CHECK(ledger.balanced());
+}

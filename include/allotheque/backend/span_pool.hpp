@@ -33,22 +33,11 @@
 #include <allotheque/backend/record_pool.hpp>
 #include <allotheque/backend/span.hpp>
 #include <allotheque/detail/bits.hpp>
+#include <allotheque/backend/span_provider.hpp>
 #include <allotheque/heap_options.hpp>
 #include <allotheque/sources/source.hpp>
 
 namespace allotheque::backend {
-
-struct pool_stats {
-    std::size_t os_bytes = 0;          // held from the source now (regions)
-    std::size_t peak_os_bytes = 0;     // high-water mark of os_bytes
-    std::size_t in_use_bytes = 0;      // in spans handed out
-    std::size_t free_bytes = 0;        // in free ranges, ready for reuse
-    std::size_t resident_free_bytes = 0;   // of which may still be resident (not decommitted)
-    std::size_t returned_bytes = 0;    // given back to the source so far
-    std::size_t decommitted_bytes = 0; // decommitted so far
-    std::size_t metadata_bytes = 0;    // span records
-    std::size_t regions = 0;
-};
 
 // Milliseconds on a coarse monotonic clock (a few nanoseconds through the vDSO):
 // enough to age free pages and space out reclaims.
@@ -296,5 +285,19 @@ private:
     record_pool<span> records_;
     std::size_t os_bytes_ = 0, peak_os_bytes_ = 0, in_use_ = 0, returned_ = 0, decommitted_ = 0;
 };
+
+// The pool stage a heap with these options uses: Options::pool<S> where the
+// options name one, else span_pool.
+template <source S, heap_options_like Options>
+struct pool_select {
+    using type = span_pool<S, Options>;
+};
+template <source S, heap_options_like Options>
+    requires requires { typename Options::template pool<S>; }
+struct pool_select<S, Options> {
+    using type = typename Options::template pool<S>;
+};
+template <source S, heap_options_like Options>
+using pool_for = typename pool_select<S, Options>::type;
 
 } // namespace allotheque::backend

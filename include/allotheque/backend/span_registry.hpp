@@ -7,6 +7,9 @@
 //
 //   source  ->  span_pool (regions, free ranges, retention)  ->  span_registry (page map, spans held)
 //
+// The pool stage is any span_provider (span_provider.hpp): span_pool unless
+// the heap's options name another (`template <source S> using pool = …`).
+//
 // Both heap kinds (exact-size `heap`, splitting `block_heap`) sit on it, so no
 // span bookkeeping is written twice.
 #pragma once
@@ -19,6 +22,7 @@
 #include <allotheque/backend/page_map.hpp>
 #include <allotheque/backend/span.hpp>
 #include <allotheque/backend/span_pool.hpp>
+#include <allotheque/backend/span_provider.hpp>
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/heap_options.hpp>
 #include <allotheque/sources/source.hpp>
@@ -31,7 +35,8 @@ class span_registry {
     static constexpr std::size_t pages(std::size_t bytes) noexcept { return bytes / detail::page_size; }
 
 public:
-    using pool_type = span_pool<S, Options>;
+    using pool_type = pool_for<S, Options>;
+    static_assert(check_span_provider<pool_type>());
 
     span_registry() requires std::default_initializable<S> = default;
     explicit span_registry(S s) : pool_(std::move(s)) {}

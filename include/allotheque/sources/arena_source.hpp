@@ -34,6 +34,7 @@
 #include <allotheque/backend/record_pool.hpp>
 #include <allotheque/backend/span.hpp>
 #include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/immortal.hpp>
 #include <allotheque/sources/mmap_source.hpp>
 #include <allotheque/sources/source.hpp>
 
@@ -181,13 +182,7 @@ private:
         }
     };
 
-    // Never destroyed: heaps in static storage give memory back during exit,
-    // after every static destructor may have run.
-    static state& shared() noexcept {
-        alignas(state) static unsigned char storage[sizeof(state)];
-        static state* s = ::new (static_cast<void*>(storage)) state();
-        return *s;
-    }
+    static state& shared() noexcept { return detail::immortal<state>(); }
 };
 
 static_assert(source<arena_source> && decommitting_source<arena_source>);

@@ -25,6 +25,7 @@
 #include <allotheque/backend/range_set.hpp>
 #include <allotheque/backend/record_pool.hpp>
 #include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/immortal.hpp>
 #include <allotheque/sources/mmap_source.hpp>
 #include <allotheque/sources/source.hpp>
 
@@ -110,12 +111,7 @@ private:
         backend::record_pool<backend::span> records;
         mmap_source meta;
     };
-    // Never destroyed, like arena_source's state.
-    static state& shared() noexcept {
-        alignas(state) static unsigned char storage[sizeof(state)];
-        static state* s = ::new (static_cast<void*>(storage)) state();
-        return *s;
-    }
+    static state& shared() noexcept { return detail::immortal<state>(); }
 };
 
 static_assert(source<sbrk_source> && decommitting_source<sbrk_source>);
