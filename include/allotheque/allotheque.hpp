@@ -23,6 +23,7 @@
 #include <allotheque/containers/element_list.hpp>
 #include <allotheque/containers/class_node.hpp>
 #include <allotheque/containers/class_index.hpp>
+#include <allotheque/containers/size_directory.hpp>
 #include <allotheque/containers/walk_memo.hpp>
 #include <allotheque/containers/rb_tree.hpp>
 #include <allotheque/containers/hash_table.hpp>
@@ -44,6 +45,7 @@
 #include <allotheque/backend/page_map.hpp>
 #include <allotheque/backend/range_set.hpp>
 #include <allotheque/backend/record_pool.hpp>
+#include <allotheque/backend/span_provider.hpp>
 #include <allotheque/backend/span_pool.hpp>
 #include <allotheque/backend/span_registry.hpp>
 #include <allotheque/heap_options.hpp>
