@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -32,7 +33,8 @@ using allotheque_test::tracking_source;
 namespace {
 
 // Pred, with every class handle its search draws from the container's cursor
-// counted: the length of the walk, whatever Pred does with the handles.
+// counted: the length of the walk, whatever Pred does with the handles. The
+// count is bounded's own (a bound nothing reaches, read back after the search).
 struct walk_counter {
     std::size_t longest = 0, searches = 0;
 };
@@ -46,28 +48,12 @@ struct counting {
     static constexpr bool accepts(V have, V want) noexcept {
         return al::value_accepts<Pred>(have, want);
     }
-    template <class C>
-    struct cursor {
-        using handle = typename C::handle;
-        using value_type = typename C::value_type;
-        C& inner;
-        std::size_t steps = 0;
-        handle none() const noexcept { return inner.none(); }
-        handle first() noexcept { return step(inner.first()); }
-        handle next(handle h) noexcept { return step(inner.next(h)); }
-        handle lookup(value_type v) noexcept { return step(inner.lookup(v)); }
-        value_type value(handle h) const noexcept { return inner.value(h); }
-        handle last() noexcept { return step(inner.last()); }
-        handle step(handle h) noexcept {
-            if (h != inner.none()) ++steps;
-            return h;
-        }
-    };
     template <al::class_cursor C, class Attempt>
     static std::byte* search(C& c, typename C::value_type target, Attempt&& attempt) {
-        cursor<C> k{c};
+        constexpr std::size_t unreachable = std::numeric_limits<std::size_t>::max();
+        typename al::bounded<Pred, unreachable>::template cursor<C> k{c};
         std::byte* p = al::search<Pred>(k, target, attempt);
-        counter.longest = std::max(counter.longest, k.steps);
+        counter.longest = std::max(counter.longest, unreachable - k.left);
         ++counter.searches;
         return p;
     }
