@@ -14,6 +14,7 @@
 #include <allotheque/containers/search.hpp>
 #include <allotheque/hashes/identity.hpp>
 #include <allotheque/hashes/pow2_segregation.hpp>
+#include <allotheque/predicates/bounded.hpp>
 #include <allotheque/predicates/fits.hpp>
 #include <allotheque/predicates/match.hpp>
 #include <allotheque/predicates/nearest.hpp>
@@ -889,4 +890,80 @@ TEST_CASE("nearest in a list: model", "[predicates][nearest][list][model]") { ne
 TEST_CASE("nearest in an rb_tree: model", "[predicates][nearest][rb_tree][model]") { nearest_model<nearest_tree>(2); }
 TEST_CASE("nearest in a hash_table: model", "[predicates][nearest][hash_table][model]") {
     nearest_model<nearest_table>(3);
+}
+
+// ---- bounded<Pred, K>: Pred's order, at most K classes shown ------------------
+
+static_assert(al::allocation_predicate<al::bounded<al::first_fit, 1>> &&
+              al::allocation_predicate<al::bounded<al::nearest, 4>>);
+static_assert(al::can_leave_target<al::bounded<al::first_fit, 8>> && !al::is_exact_match<al::bounded<al::first_fit, 8>>);
+static_assert(al::is_exact_match<al::bounded<al::match_only, 8>> && al::predicate_lookup_only<al::bounded<al::match_only, 8>>);
+static_assert(al::predicate_remembers<al::bounded<al::next_fit, 8>>);
+static_assert(al::predicate_wants_sorted<al::bounded<al::best_fit, 8>>);
+// A truncated walk must not feed a walk memo: the adaptor never resumes walks.
+static_assert(al::predicate_resumes_walks<al::match_first> && !al::predicate_resumes_walks<al::bounded<al::match_first, 8>>);
+
+TEST_CASE("bounded: first fit over the first K classes, the rest unseen (property)", "[predicates][bounded][model]") {
+    std::mt19937_64 rng(16);
+    auto check = [&](auto k_constant) {
+        constexpr std::size_t K = decltype(k_constant)::value;
+        for (int round = 0; round < 500; ++round) {
+            std::vector<unsigned> values(rng() % 40);
+            for (auto& x : values) x = static_cast<unsigned>(rng() % 100);
+            const unsigned target = static_cast<unsigned>(rng() % 100);
+            std::set<std::size_t> refuse;
+            for (std::size_t h = 0; h < values.size(); ++h)
+                if (rng() % 4 == 0) refuse.insert(h);
+            const outcome all = run<al::first_fit>(values, target, refuse);
+            const outcome some = run<al::bounded<al::first_fit, K>>(values, target, refuse);
+            // The classes a test_cursor hands out first are 0, 1, ...: the
+            // bounded search attempts exactly the unbounded one's attempts below K.
+            std::vector<std::size_t> expected;
+            for (std::size_t h : all.attempts)
+                if (h < K) expected.push_back(h);
+            REQUIRE(some.attempts == expected);
+            REQUIRE(some.served == (all.served >= 0 && static_cast<std::size_t>(all.served) < K ? all.served : -1));
+        }
+    };
+    check(std::integral_constant<std::size_t, 1>{});
+    check(std::integral_constant<std::size_t, 3>{});
+    check(std::integral_constant<std::size_t, 16>{});
+}
+
+TEST_CASE("bounded: no predicate is shown more than K classes", "[predicates][bounded]") {
+    constexpr std::size_t K = 5;
+    std::mt19937_64 rng(17);
+    for (int round = 0; round < 300; ++round) {
+        std::vector<unsigned> values(rng() % 30);
+        for (auto& x : values) x = static_cast<unsigned>(rng() % 50);
+        const unsigned target = static_cast<unsigned>(rng() % 50);
+        std::set<std::size_t> refuse_all;
+        for (std::size_t h = 0; h < values.size(); ++h) refuse_all.insert(h);   // every class refuses: longest walks
+        const std::size_t last = values.empty() ? test_cursor::nil : rng() % values.size();
+        CHECK(run<al::bounded<al::any, K>>(values, target, refuse_all).attempts.size() <= K);
+        CHECK(run<al::bounded<al::best_fit, K>>(values, target, refuse_all).attempts.size() <= K);
+        CHECK(run<al::bounded<al::worst_fit, K>>(values, target, refuse_all).attempts.size() <= K);
+        CHECK(run<al::bounded<al::next_fit, K>>(values, target, refuse_all, last).attempts.size() <= K);
+        CHECK(run<al::bounded<al::match_first, K>>(values, target, refuse_all).attempts.size() <= K);
+        CHECK(run<al::bounded<al::nearest, K>>(values, target, refuse_all).attempts.size() <= K);
+        // And a bound larger than the container changes nothing.
+        const outcome all = run<al::best_fit>(values, target, refuse_all);
+        CHECK(run<al::bounded<al::best_fit, 1000>>(values, target, refuse_all).attempts == all.attempts);
+    }
+}
+
+TEST_CASE("bounded: an ordered cursor's capabilities pass through", "[predicates][bounded][protocol]") {
+    ordered_test_cursor c;
+    c.values = {1, 3, 5, 7, 9, 11, 13};
+    // first_fit starts at the lower bound (not at the first class) and sees K classes from there.
+    const outcome o = run_on<al::bounded<al::first_fit, 2>>(c, 6, {3, 4});
+    CHECK(c.lower_bounds == 1u);
+    CHECK(c.firsts == 0u);
+    CHECK(o.attempts == v{3, 4});
+    CHECK(o.served == -1);
+    // nearest steps outwards with prev/lower_bound: 5 and 7 first, then 3 and 9.
+    ordered_test_cursor d;
+    d.values = c.values;
+    CHECK(run_on<al::bounded<al::nearest, 3>>(d, 6, {2, 3, 1}).attempts == v{2, 3, 1});
+    CHECK(run_on<al::bounded<al::nearest, 4>>(d, 6, {2, 3, 1}).served == 4);
 }

@@ -15,6 +15,7 @@
 #include <allotheque/predicates/fits.hpp>
 #include <allotheque/predicates/match.hpp>
 #include <allotheque/predicates/nearest.hpp>
+#include <allotheque/predicates/bounded.hpp>
 #include <allotheque/containers/search.hpp>
 #include <allotheque/containers/partition.hpp>
 #include <allotheque/containers/links.hpp>
