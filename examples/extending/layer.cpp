@@ -9,6 +9,8 @@
 // See docs/extending.md, "Writing a layer".
 #include <allotheque/allotheque.hpp>
 
+#include "../support/checks.hpp"
+
 #include <cstdint>
 #include <cstdio>
 #include <list>
@@ -63,13 +65,7 @@ static_assert(ly::has_owns<quota<al::velox_heap<>>> && ly::has_trim<quota<al::ve
 static_assert(!ly::has_unsized_deallocate<quota<al::velox_heap<>>>);
 
 int main() {
-    int failures = 0;
-    auto expect = [&](bool ok, const char* what) {
-        if (!ok) {
-            std::printf("FAIL: %s\n", what);
-            ++failures;
-        }
-    };
+    examples::checks expect;
 
     // 1. A std::vector under a 64 KiB budget: growth past it throws bad_alloc,
     //    the vector keeps its old buffer, and the budget is whole again after.
@@ -126,6 +122,5 @@ int main() {
     std::printf("vector of int stopped at %zu elements under 64 KiB; %zu of %zu list links within one page; "
                 "stats<quota<kingsley>>: %zu allocations, %zu refused\n",
                 reached, same_page, links, s.stats().allocations, s.stats().failed_allocations);
-    std::puts(failures == 0 ? "ok" : "FAIL");
-    return failures == 0 ? 0 : 1;
+    return expect.status();
 }

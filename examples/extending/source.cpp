@@ -7,6 +7,8 @@
 // See docs/extending.md, "Writing a source".
 #include <allotheque/allotheque.hpp>
 
+#include "../support/checks.hpp"
+
 #include <bitset>
 #include <cstdio>
 #include <cstring>
@@ -72,13 +74,7 @@ using source = buffer_source<region_pages>;
 using heap = al::heap<al::segregated_partition<>, source>;
 
 int main() {
-    int failures = 0;
-    auto expect = [&](bool ok, const char* what) {
-        if (!ok) {
-            std::printf("FAIL: %s\n", what);
-            ++failures;
-        }
-    };
+    examples::checks expect;
     std::size_t filled = 0;
     {
         heap h{source{&region}};
@@ -130,6 +126,5 @@ int main() {
                 "%zu refusals, answered cleanly; %zu pages in use after the heap\n",
                 filled, sizeof region.bytes / 1024, 100.0 * static_cast<double>(filled * 48) / sizeof region.bytes,
                 region.refusals, region.pages_used());
-    std::puts(failures == 0 ? "ok" : "FAIL");
-    return failures == 0 ? 0 : 1;
+    return expect.status();
 }

@@ -18,6 +18,8 @@
 // then uses the same heap under std::set.
 #include <allotheque/allotheque.hpp>
 
+#include "../support/checks.hpp"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -44,13 +46,7 @@ std::uintptr_t page_of(const void* p) { return reinterpret_cast<std::uintptr_t>(
 std::uintptr_t distance(std::uintptr_t a, std::uintptr_t b) { return a > b ? a - b : b - a; }
 
 int main() {
-    int failures = 0;
-    auto expect = [&](bool ok, const char* what) {
-        if (!ok) {
-            std::printf("FAIL: %s\n", what);
-            ++failures;
-        }
-    };
+    examples::checks expect;
     nearest_page_heap heap;
     const al::request r{64};
 
@@ -105,6 +101,5 @@ int main() {
     std::printf("hash_table<size, rb_tree<page, list<void>, nearest>, match_only, spaced_classes<16, 256, 4>>: "
                 "%zu of 5 hinted requests from the nearest free page; a 10000-node std::set on it\n",
                 served_as_expected);
-    std::puts(failures == 0 ? "ok" : "FAIL");
-    return failures == 0 ? 0 : 1;
+    return expect.status();
 }

@@ -11,6 +11,8 @@
 // alignment the heap cannot give (std::bad_alloc, as pmr requires).
 #include <allotheque/allotheque.hpp>
 
+#include "../support/checks.hpp"
+
 #include <cstdint>
 #include <cstdio>
 #include <memory_resource>
@@ -24,13 +26,7 @@ namespace al = allotheque;
 using counted_heap = al::layers::stats<al::segregated_heap<>>;
 
 int main() {
-    int failures = 0;
-    auto expect = [&](bool ok, const char* what) {
-        if (!ok) {
-            std::printf("FAIL: %s\n", what);
-            ++failures;
-        }
-    };
+    examples::checks expect;
 
     counted_heap heap, other_heap;
     al::memory_resource<counted_heap> res(heap), other(other_heap);
@@ -103,6 +99,5 @@ int main() {
     std::printf("%zu allocations through std::pmr, %zu bytes live at the peak, all returned; "
                 "the other heap served the copy; bad alignment refused\n",
                 allocations, peak_live);
-    std::puts(failures == 0 ? "ok" : "FAIL");
-    return failures == 0 ? 0 : 1;
+    return expect.status();
 }

@@ -12,6 +12,8 @@
 // came back (the stats layer under per_thread counts each heap's live bytes).
 #include <allotheque/allotheque.hpp>
 
+#include "../support/checks.hpp"
+
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -73,13 +75,7 @@ private:
 };
 
 int main() {
-    int failures = 0;
-    auto expect = [&](bool ok, const char* what) {
-        if (!ok) {
-            std::printf("FAIL: %s\n", what);
-            ++failures;
-        }
-    };
+    examples::checks expect;
     constexpr unsigned workers = 4;
     constexpr std::uint64_t batches = 64, per_batch = 2'000;
 
@@ -134,6 +130,5 @@ int main() {
     std::printf("%u workers, %zu heaps, %zu allocations, %zu frees crossed threads (%zu by the main thread); "
                 "all values summed, nothing live after collect_all\n",
                 workers, heap.heap_count(), allocations, heap.remote_frees(), crossed_by_main);
-    std::puts(failures == 0 ? "ok" : "FAIL");
-    return failures == 0 ? 0 : 1;
+    return expect.status();
 }
