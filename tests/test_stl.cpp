@@ -406,6 +406,8 @@ TEST_CASE("memory_resource: identity equality, alignment, failures", "[stl][pmr]
         CHECK(addr(big_aligned) % 8192 == 0);
         r1.deallocate(big_aligned, 16, 8192);
         CHECK_THROWS_AS(r1.allocate(16, std::size_t{1} << 31), std::bad_alloc);
+        for (std::size_t a : {std::size_t{3}, std::size_t{5}, std::size_t{6}, std::size_t{7}, std::size_t{24}})
+            CHECK_THROWS_AS(r1.allocate(16, a), std::bad_alloc);   // not a power of two
         CHECK_THROWS_AS(r1.allocate(std::numeric_limits<std::size_t>::max(), 8), std::bad_alloc);
         // Exhaustion.
         l.limit = l.bytes;
