@@ -14,7 +14,9 @@
 // two-level bitmap of its 4096 classes per size. Sizes are indexed in steps of
 // 8 up to `max_size` (64 KiB); larger sizes are not indexed (next() answers
 // "anywhere", and the caller walks). When a leaf cannot be mapped, the
-// directory stops vouching for that leaf's sizes the same way.
+// directory stops vouching for any size (vouches() is false; a clear keeps the
+// leaves, so it stays so): the caller walks every class, as without one.
+// next() is only meaningful for a size the directory vouches for.
 #pragma once
 #include <sys/mman.h>
 
@@ -86,6 +88,18 @@ public:
             const std::size_t j =
                 bitmap(const_cast<std::uint64_t*>(leaves_[i].l->bits[s])).find_next(start);
             if (j != npos) return base | j;
+        }
+        return npos;
+    }
+
+    // The lowest class >= from that may hold a chunk of `size` and that
+    // `present(cls)` says still exists (holds any chunk at all), or npos. The
+    // bits of classes that no longer exist are forgotten on the way.
+    template <class Present>
+    std::size_t next_present(std::size_t size, std::size_t from, Present&& present) noexcept {
+        for (std::size_t i = next(size, from); i != npos; i = next(size, i + 1)) {
+            if (present(i)) return i;
+            forget(size, i);
         }
         return npos;
     }
