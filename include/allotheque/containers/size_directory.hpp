@@ -12,8 +12,8 @@
 // Layout: classes are grouped in leaves of 4096; a leaf, mapped on first use
 // (MAP_NORESERVE: only the pages of sizes in use become resident), holds one
 // two-level bitmap of its 4096 classes per size. Sizes are indexed in steps of
-// 8 up to `max_size` (64 KiB); larger sizes are not indexed (next() answers
-// "anywhere", and the caller walks). When a leaf cannot be mapped, the
+// 8 up to `max_size` (64 KiB, a heap's default large threshold); the
+// directory does not vouch for other sizes, and the caller walks. When a leaf cannot be mapped, the
 // directory stops vouching for any size (vouches() is false; a clear keeps the
 // leaves, so it stays so): the caller walks every class, as without one.
 // next() is only meaningful for a size the directory vouches for.
