@@ -25,9 +25,9 @@
 // jemalloc, mimalloc, tcmalloc), or velox, medius, lea (the header-only heaps,
 // used directly, with the hint). --reps R repeats the pattern on fresh
 // allocators in this process. One JSON line on stdout: the timer's resolution
-// and, per rep, the median, 99.9th percentile and slowest operation in ns;
-// run.py reports medians over reps and the ratio slowest / median (a median
-// below the timer's resolution counts as the resolution).
+// and, per rep, the steady state (see steady_state), the median, 99.9th
+// percentile and slowest operation in ns; run.py reports medians over reps
+// and the ratios p99.9 / steady and slowest / steady.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -137,15 +137,24 @@ void* checked(void* p) {
 // Each runs its setup on `a`, then `steps` steps through `rec`.
 
 template <class A>
+void timed_free(A& a, const block& b, recorder& rec) {
+    rec.time([&] {
+        a.deallocate(b.p, b.n);
+        return 0;
+    });
+}
+template <class A>
+void free_all(A& a, const std::vector<block>& v) {
+    for (const block& b : v) a.deallocate(b.p, b.n);
+}
+
+template <class A>
 void take_random(A& a, std::vector<block>& live, std::mt19937_64& rng, recorder* rec) {
     const std::size_t i = rng() % live.size();
     const block b = live[i];
     live[i] = live.back();
     live.pop_back();
-    if (rec) rec->time([&] {
-        a.deallocate(b.p, b.n);
-        return 0;
-    });
+    if (rec) timed_free(a, b, *rec);
     else a.deallocate(b.p, b.n);
 }
 
@@ -185,7 +194,7 @@ void alternating(A& a, std::size_t steps, recorder& rec) {
         live.push_back({p, n});
         prev = p;
     }
-    for (const block& b : live) a.deallocate(b.p, b.n);
+    free_all(a, live);
 }
 
 template <class A>
@@ -203,16 +212,12 @@ void every_other(A& a, std::size_t steps, recorder& rec) {
         kept.push_back({p, 48});
         prev = p;
         if (!rest.empty()) {
-            const block b = rest.back();
+            timed_free(a, rest.back(), rec);
             rest.pop_back();
-            rec.time([&] {
-                a.deallocate(b.p, b.n);
-                return 0;
-            });
         }
     }
-    for (const block& b : rest) a.deallocate(b.p, b.n);
-    for (const block& b : kept) a.deallocate(b.p, b.n);
+    free_all(a, rest);
+    free_all(a, kept);
 }
 
 template <class A>
@@ -233,7 +238,7 @@ void absent_size(A& a, std::size_t steps, recorder& rec) {
         live.push_back({p, n});
         take_random(a, live, rng, &rec);
     }
-    for (const block& b : live) a.deallocate(b.p, b.n);
+    free_all(a, live);
 }
 
 template <class A>
@@ -249,7 +254,7 @@ void aged(A& a, std::size_t steps, recorder& rec) {
         }
     }
     aged_steps(a, live, rng, steps, rec);
-    for (const block& b : live) a.deallocate(b.p, b.n);
+    free_all(a, live);
 }
 
 template <class A>
@@ -260,7 +265,7 @@ void lea_bin(A& a, std::size_t steps, recorder& rec) {
         bin.push_back({checked(a.allocate(1040, nullptr)), 1040});
         sep.push_back({checked(a.allocate(16, nullptr)), 16});
     }
-    for (const block& b : bin) a.deallocate(b.p, b.n);
+    free_all(a, bin);
     const void* prev = sep.back().p;
     for (std::size_t s = 0; s < steps; ++s) {
         if (s % 10 == 9) {
@@ -269,14 +274,11 @@ void lea_bin(A& a, std::size_t steps, recorder& rec) {
             prev = p;
         } else {
             void* p = rec.time([&] { return checked(a.allocate(32, prev)); });
-            rec.time([&] {
-                a.deallocate(p, 32);
-                return 0;
-            });
+            timed_free(a, {p, 32}, rec);
         }
     }
-    for (const block& b : sep) a.deallocate(b.p, b.n);
-    for (const block& b : kept) a.deallocate(b.p, b.n);
+    free_all(a, sep);
+    free_all(a, kept);
 }
 
 template <class A>
@@ -291,12 +293,29 @@ void holes_1m(A& a, std::size_t steps, recorder& rec) {
     }
     std::vector<block>().swap(all);
     aged_steps(a, live, rng, steps, rec);
-    for (const block& b : live) a.deallocate(b.p, b.n);
+    free_all(a, live);
 }
 
 struct result {
-    double median_ns, p999_ns, max_ns;
+    double steady_ns, median_ns, p999_ns, max_ns;
 };
+
+// The steady state: the median over windows of 64 consecutive operations of
+// their mean time. A single cheap operation is near the timer's resolution
+// (10 ns steps on some virtual machines); a window's mean is not, and a rare
+// slow operation moves one window only.
+double steady_state(const std::vector<double>& ns) {
+    constexpr std::size_t w = 64;
+    std::vector<double> means;
+    for (std::size_t i = 0; i + w <= ns.size(); i += w) {
+        double sum = 0;
+        for (std::size_t k = i; k < i + w; ++k) sum += ns[k];
+        means.push_back(sum / w);
+    }
+    if (means.empty()) return 0.0;
+    std::nth_element(means.begin(), means.begin() + static_cast<std::ptrdiff_t>(means.size() / 2), means.end());
+    return means[means.size() / 2];
+}
 
 template <class A>
 bool run_pattern(const std::string& pattern, std::size_t steps, const clock_model& clk, result& out) {
@@ -313,8 +332,9 @@ bool run_pattern(const std::string& pattern, std::size_t steps, const clock_mode
     std::vector<double> ns(rec.samples.size());
     for (std::size_t i = 0; i < ns.size(); ++i)
         ns[i] = std::max(0.0, (static_cast<double>(rec.samples[i]) - clk.overhead_ticks) * clk.ns_per_tick);
+    const double steady = steady_state(ns);
     std::sort(ns.begin(), ns.end());
-    out = {ns[ns.size() / 2], ns[std::min(ns.size() - 1, ns.size() * 999 / 1000)], ns.back()};
+    out = {steady, ns[ns.size() / 2], ns[std::min(ns.size() - 1, ns.size() * 999 / 1000)], ns.back()};
     return true;
 }
 
@@ -330,9 +350,10 @@ int run(const std::string& heap, const std::string& pattern, std::size_t steps, 
             std::fprintf(stderr, "cliff_bench: unknown pattern '%s'\n", pattern.c_str());
             return 64;
         }
-        char buf[160];
-        std::snprintf(buf, sizeof buf, "%s{\"median_ns\":%.1f,\"p999_ns\":%.1f,\"max_ns\":%.1f}", r ? "," : "",
-                      res.median_ns, res.p999_ns, res.max_ns);
+        char buf[200];
+        std::snprintf(buf, sizeof buf,
+                      "%s{\"steady_ns\":%.1f,\"median_ns\":%.1f,\"p999_ns\":%.1f,\"max_ns\":%.1f}", r ? "," : "",
+                      res.steady_ns, res.median_ns, res.p999_ns, res.max_ns);
         out += buf;
     }
     std::printf("%s]}\n", out.c_str());
