@@ -3,7 +3,8 @@
 // timed phase is timed on its own (rdtsc on x86-64, calibrated against
 // steady_clock, the timer's own cost subtracted); the setup is not timed.
 //
-//   alternating   200k live blocks of 32 and 544 B, half freed at random; then
+//   alternating   100k blocks of 32 B, then 100k of 544 B (so low addresses
+//                 hold only 32 B chunks), half of each freed at random; then
 //                 free a random block, allocate 32 / 544 in turn (hint: the
 //                 previous block), so no request finds its size where the
 //                 previous one was served
@@ -182,7 +183,7 @@ void alternating(A& a, std::size_t steps, recorder& rec) {
     std::mt19937_64 rng(1);
     std::vector<block> live;
     for (std::size_t i = 0; i < 200'000; ++i) {
-        const std::size_t n = i % 2 ? 544 : 32;
+        const std::size_t n = i < 100'000 ? 32 : 544;
         live.push_back({checked(a.allocate(n, live.empty() ? nullptr : live.back().p)), n});
     }
     for (std::size_t i = 0; i < 100'000; ++i) take_random(a, live, rng, nullptr);
