@@ -213,7 +213,12 @@ private:
         auto& nested = *h.classes.find(i);
         std::byte* p = Nested::allocate(nested, r);
         if (!p) return nullptr;
-        if (Nested::empty(nested)) h.classes.release(i);
+        if (Nested::empty(nested)) {
+            h.classes.release(i);
+            // The class is gone: its bit for this size would cost the next
+            // walk a failed look (churn empties a class on most misses).
+            if constexpr (directed) h.sizes.forget(r.size, i);
+        }
         if constexpr (predicate_remembers<Pred>) h.last = i;
         return p;
     }
