@@ -999,6 +999,18 @@ def run_cliff_section(args, bdir):
     return md, {"runs": runs, "summary": summary, "worst_ratio": worst}, errors
 
 
+def section_only(report_dir, name, head, md, details, errors):
+    """Writes one section's <name>.md and <name>.json (a --<name>-only run); the exit status."""
+    with open(os.path.join(report_dir, name + ".md"), "w") as f:
+        f.write("\n".join(head + md) + "\n")
+    with open(os.path.join(report_dir, name + ".json"), "w") as f:
+        json.dump(details, f, indent=1)
+    log("\nwrote {0}/{1}.md and {1}.json".format(report_dir, name))
+    for e in errors:
+        log("ERROR: " + e)
+    return 1 if errors else 0
+
+
 def report_preamble():
     return ["# allotheque benchmark report", "",
             "- date: {}".format(datetime.datetime.now().isoformat(timespec="seconds")),
@@ -1254,25 +1266,10 @@ def main():
     if args.threads_only:
         return threads_only(args, bdir, report_dir)
     if args.cliff_only:
-        md, details, errors = run_cliff_section(args, bdir)
-        with open(os.path.join(report_dir, "cliff.md"), "w") as f:
-            f.write("\n".join(report_preamble() + [""] + md) + "\n")
-        with open(os.path.join(report_dir, "cliff.json"), "w") as f:
-            json.dump(details, f, indent=1)
-        log("\nwrote {}/cliff.md and cliff.json".format(report_dir))
-        for e in errors:
-            log("ERROR: " + e)
-        return 1 if errors else 0
+        return section_only(report_dir, "cliff", report_preamble() + [""], *run_cliff_section(args, bdir))
     if args.order_only:
-        md, details, errors = run_order_section(args, bdir, scale)
-        with open(os.path.join(report_dir, "order.md"), "w") as f:
-            f.write("\n".join(["# allotheque benchmark report: order section", ""] + md) + "\n")
-        with open(os.path.join(report_dir, "order.json"), "w") as f:
-            json.dump(details, f, indent=1)
-        log("\nwrote {}/order.md and order.json".format(report_dir))
-        for e in errors:
-            log("ERROR: " + e)
-        return 1 if errors else 0
+        return section_only(report_dir, "order", ["# allotheque benchmark report: order section", ""],
+                            *run_order_section(args, bdir, scale))
     exe = os.path.join(bdir, "bench", "olden")
     if not os.access(exe, os.X_OK):
         sys.exit("run.py: {} not found; build first (cmake --preset bench && cmake --build --preset bench)".format(exe))
