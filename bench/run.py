@@ -14,6 +14,7 @@ libraries of the build tree included.
     bench/run.py ... --cachegrind                   also D1/LL misses under cachegrind (quick scale)
     bench/run.py ... --threads-only                 only the multi-threaded malloc section (threads_bench)
     bench/run.py --build-dir build/bench --order-only   only the "order" section (allocation order != traversal)
+    bench/run.py --build-dir build/bench --cliff-only   only the "cliffs" section (slowest op vs steady state)
 """
 import argparse
 import datetime
@@ -936,6 +937,80 @@ def run_backend_section(args, bdir):
     return md, {"runs": runs, "summary": summary}, errors
 
 
+# ---------------------------------------------------------------------------
+# Cliffs section: bench/cliff/cliff_bench.cpp (`cliff_bench`): every operation
+# of a pattern timed on its own; the slowest single operation against the
+# steady state, for the malloc baselines (LD_PRELOAD) and the
+# locality heaps and Lea used directly. Issue 14's target: slowest within 100x.
+# ---------------------------------------------------------------------------
+CLIFF_PATTERNS = ["alternating", "every_other", "absent_size", "aged", "lea_bin", "holes_1m"]
+CLIFF_HEAPS = ["velox", "medius", "lea"]
+
+
+def run_cliff_section(args, bdir):
+    exe = os.path.join(bdir, "bench", "cliff_bench")
+    if not os.access(exe, os.X_OK):
+        return ["## Cliffs", "", "(cliff_bench not built)", ""], {}, []
+    targets = [(a, PRELOAD[a], "malloc") for a in MALLOC_BASELINES if not PRELOAD[a] or os.path.exists(PRELOAD[a])]
+    targets += [("heap:" + h, None, h) for h in CLIFF_HEAPS]
+    reps = 3
+    steps = "20000" if args.quick else "100000"
+    runs, errors = [], []
+    for pattern in CLIFF_PATTERNS:
+        for name, lib, heap in targets:
+            cmd = [exe, "--pattern", pattern, "--heap", heap, "--steps", steps, "--reps", str(reps)]
+            try:
+                p = subprocess.run(cmd, env=env_with_preload(lib), capture_output=True, text=True,
+                                   timeout=args.timeout)
+                rec = json.loads(p.stdout.strip().splitlines()[-1])
+            except Exception as e:   # noqa: BLE001
+                errors.append("cliff {} {}: {}".format(name, pattern, e))
+                continue
+            rec.update({"allocator": name})
+            runs.append(rec)
+    rows, summary = [], {}
+    worst = {}
+    for r in runs:
+        steady = statistics.median(x["steady_ns"] for x in r["reps"])
+        p999 = statistics.median(x["p999_ns"] for x in r["reps"])
+        slow = statistics.median(x["max_ns"] for x in r["reps"])
+        ratio = slow / steady if steady > 0 else None
+        summary.setdefault(r["pattern"], {})[r["allocator"]] = {
+            "steady_ns": steady, "p999_ns": p999, "max_ns": slow, "max_over_steady": ratio}
+        if ratio is not None:
+            worst[r["allocator"]] = max(worst.get(r["allocator"], 0), ratio)
+        rows.append([r["pattern"], r["allocator"], fmt(steady, "{:.0f}"), fmt(p999, "{:.0f}"),
+                     fmt(p999 / steady if steady > 0 else None, "{:.0f}"), fmt(slow / 1000, "{:.1f}"),
+                     fmt(ratio, "{:.0f}")])
+    text = table(rows, ["pattern", "allocator", "steady ns/op", "p99.9 ns", "p99.9 / steady", "slowest µs",
+                        "slowest / steady"])
+    log("\nCliffs: slowest single operation against the steady state\n" + text)
+    md = ["## Cliffs: slowest single operation against the steady state", "",
+          "`cliff_bench` (bench/cliff): every allocate and free of the timed phase ({} steps) is timed on its own "
+          "(rdtsc, timer cost subtracted); *steady* is the median over windows of 64 consecutive operations of their "
+          "mean time, *slowest* the slowest single operation, each the median over {} fresh runs in one process. Patterns: *alternating* 32/544 B (32 B blocks below the 544 B ones); *every_other* "
+          "64 B holes then 48 B requests; *absent_size*: a size the hint's block does not have; *aged*: 1 M "
+          "mixed operations first; *lea_bin*: a Lea bin of 20 k blocks too small for the request; *holes_1m*: "
+          "1 M blocks of 32 B, every other freed, then mixed sizes. Target (issue 14): slowest within 100x the "
+          "steady state. A slowest time of tens of µs on any allocator is usually the process being descheduled or a "
+          "page fault: read p99.9 beside it, and compare on a quiet machine. `heap:` rows use the header-only "
+          "heap directly (with the previous block as hint), the others are mallocs under LD_PRELOAD.".format(
+              steps, reps), "", text, ""]
+    return md, {"runs": runs, "summary": summary, "worst_ratio": worst}, errors
+
+
+def section_only(report_dir, name, head, md, details, errors):
+    """Writes one section's <name>.md and <name>.json (a --<name>-only run); the exit status."""
+    with open(os.path.join(report_dir, name + ".md"), "w") as f:
+        f.write("\n".join(head + md) + "\n")
+    with open(os.path.join(report_dir, name + ".json"), "w") as f:
+        json.dump(details, f, indent=1)
+    log("\nwrote {0}/{1}.md and {1}.json".format(report_dir, name))
+    for e in errors:
+        log("ERROR: " + e)
+    return 1 if errors else 0
+
+
 def report_preamble():
     return ["# allotheque benchmark report", "",
             "- date: {}".format(datetime.datetime.now().isoformat(timespec="seconds")),
@@ -1153,6 +1228,10 @@ def main():
     ap.add_argument("--backend", dest="backend", action="store_true", default=True,
                     help="back end section (default): large-block churn, memory given back (bench/backend)")
     ap.add_argument("--no-backend", dest="backend", action="store_false")
+    ap.add_argument("--cliff", dest="cliff", action="store_true", default=True,
+                    help="cliffs section (default): slowest single operation vs steady state (bench/cliff)")
+    ap.add_argument("--no-cliff", dest="cliff", action="store_false")
+    ap.add_argument("--cliff-only", action="store_true", help="run the cliffs section alone (cliff.md, cliff.json)")
     ap.add_argument("--timeout", type=float, default=900)
     t = ap.add_argument_group("threads section (bench/threads, multi-threaded malloc throughput)")
     t.add_argument("--threads", dest="threads", action="store_true", default=True, help="run it (default)")
@@ -1186,16 +1265,11 @@ def main():
     bdir = os.path.abspath(args.build_dir)
     if args.threads_only:
         return threads_only(args, bdir, report_dir)
+    if args.cliff_only:
+        return section_only(report_dir, "cliff", report_preamble() + [""], *run_cliff_section(args, bdir))
     if args.order_only:
-        md, details, errors = run_order_section(args, bdir, scale)
-        with open(os.path.join(report_dir, "order.md"), "w") as f:
-            f.write("\n".join(["# allotheque benchmark report: order section", ""] + md) + "\n")
-        with open(os.path.join(report_dir, "order.json"), "w") as f:
-            json.dump(details, f, indent=1)
-        log("\nwrote {}/order.md and order.json".format(report_dir))
-        for e in errors:
-            log("ERROR: " + e)
-        return 1 if errors else 0
+        return section_only(report_dir, "order", ["# allotheque benchmark report: order section", ""],
+                            *run_order_section(args, bdir, scale))
     exe = os.path.join(bdir, "bench", "olden")
     if not os.access(exe, os.X_OK):
         sys.exit("run.py: {} not found; build first (cmake --preset bench && cmake --build --preset bench)".format(exe))
@@ -1286,6 +1360,10 @@ def main():
     if args.backend:
         backend_md, backend_details, backend_errors = run_backend_section(args, bdir)
         errors += backend_errors
+    cliff_md, cliff_details = [], {}
+    if args.cliff:
+        cliff_md, cliff_details, cliff_errors = run_cliff_section(args, bdir)
+        errors += cliff_errors
     order_md, order_details = [], {}
     if args.order:
         order_md, order_details, order_errors = run_order_section(args, bdir, scale)
@@ -1344,6 +1422,7 @@ def main():
     made = plots(report_dir, [r for r in results if r.get("seconds") is not None], programs, allocators,
                  variants, cg)
     md += backend_md
+    md += cliff_md
     md += order_md
     md += ["## Plots", ""]
     for title, f in made:
@@ -1357,7 +1436,7 @@ def main():
            "programs": programs, "runs": runs, "cachegrind": cg, "micro": micro, "errors": errors,
            "checksum_mismatches": {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()},
            "composed_over_plain": k_ratio, "threads_runs": threads_runs, "order": order_details,
-           "backend": backend_details,
+           "backend": backend_details, "cliff": cliff_details,
            "elapsed_seconds": elapsed}
     with open(os.path.join(report_dir, "details.json"), "w") as f:
         json.dump(doc, f, indent=1)

@@ -290,8 +290,19 @@ TEST_CASE("defero: `next` remembers the last page per size class", "[locality][d
 // chunks the test freed, per (class, good size); a chunk the heap carved but
 // never handed out is unknown to it, so the placement rule is checked in the
 // direction that is decidable: when the reference has a chunk of the size in the
-// hint's class, the block must come from that class.
+// hint's class, the block must come from that class. For Velox and Medius the
+// fallback is checked too (`fallback_rule`): a block from neither the hint's
+// class nor the class served from last must come from the lowest class holding
+// the size (no freed chunk of that size may lie in a lower class), and a
+// refill may only happen when no freed chunk of the size is left anywhere.
 namespace {
+
+struct model_options {
+    std::size_t ops = 1'000'000;
+    bool alternate = false;      // sizes in turn (32, 544, 32, ...) instead of at random
+    bool holes = false;          // at each phase change, free every other live block
+    bool fallback_rule = false;  // check the fallback (Velox, Medius)
+};
 
 struct live_block {
     std::byte* p;
@@ -300,7 +311,7 @@ struct live_block {
 };
 
 template <class Heap, class ClassOf>
-void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uint32_t seed) {
+void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uint32_t seed, model_options opt = {}) {
     {
         Heap h;
         std::mt19937_64 rng(seed);
@@ -309,7 +320,14 @@ void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uin
         std::unordered_map<const void*, std::uint64_t> free_key;
         std::unordered_map<std::uint64_t, std::size_t> free_count;
         auto key = [&](const void* p, std::size_t good) { return (class_of(p) << 13) | good; };
-        std::size_t checked = 0, fell_back = 0, reclaims = 0;
+        // (good size, class) -> freed chunks: the lowest class holding a size.
+        std::map<std::pair<std::size_t, std::uint64_t>, std::size_t> by_size;
+        auto count_free = [&](std::uint64_t k, int d) {
+            const std::pair<std::size_t, std::uint64_t> e{k & ((std::uint64_t{1} << 13) - 1), k >> 13};
+            if ((by_size[e] += static_cast<std::size_t>(d)) == 0) by_size.erase(e);
+        };
+        std::uint64_t last_class = ~std::uint64_t{0};   // the class the partition served from last
+        std::size_t checked = 0, fell_back = 0, reclaims = 0, walks_checked = 0;
         // A reclaim gives fully free spans back: their chunks leave the heap's
         // classes, so the reference forgets those (and only those).
         auto forget_reclaimed = [&] {
@@ -324,17 +342,38 @@ void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uin
                     continue;
                 }
                 --free_count[it->second];
+                count_free(it->second, -1);
                 it = free_key.erase(it);
             }
         };
-        constexpr std::size_t ops = 1'000'000;
-        std::size_t target = 4000;
+        std::size_t target = 4000, turn = 0;
+        auto free_at = [&](std::size_t i, std::size_t op) {
+            const live_block b = live[i];
+            live[i] = live.back();
+            live.pop_back();
+            for (std::size_t k = 0; k < b.n; ++k)
+                if (b.p[k] != std::byte{b.tag}) FAIL("content of a live block changed at op " << op);
+            extent.erase(addr(b.p));
+            const std::size_t good = Heap::good_size(b.n);
+            release(h, b.p, b.n);
+            free_key[b.p] = key(b.p, good);
+            ++free_count[key(b.p, good)];
+            count_free(key(b.p, good), +1);
+            forget_reclaimed();
+        };
 
-        for (std::size_t op = 0; op < ops; ++op) {
-            if (op % 100'000 == 0) target = 1000 + rng() % 30000;   // phases of growth and shrinkage
+        for (std::size_t op = 0; op < opt.ops; ++op) {
+            if (op % 100'000 == 0) {
+                target = 1000 + rng() % 30000;   // phases of growth and shrinkage
+                if (opt.holes && !live.empty()) {
+                    // Every other block in address order: holes between live neighbours.
+                    std::sort(live.begin(), live.end(), [](const live_block& a, const live_block& b) { return a.p < b.p; });
+                    for (std::size_t i = live.size() & ~std::size_t{1}; i > 0; i -= 2) free_at(i - 1, op);
+                }
+            }
             const bool do_alloc = live.empty() || (live.size() < target ? rng() % 100 < 65 : rng() % 100 < 35);
             if (do_alloc) {
-                const std::size_t n = sizes[rng() % sizes.size()];
+                const std::size_t n = opt.alternate ? sizes[turn++ % sizes.size()] : sizes[rng() % sizes.size()];
                 const std::size_t good = Heap::good_size(n);
                 const void* hint = nullptr;
                 if (!live.empty() && rng() % 10 != 0) hint = live[rng() % live.size()].p;
@@ -343,8 +382,27 @@ void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uin
                     auto it = free_count.find(key(hint, good));
                     must_match = it != free_count.end() && it->second > 0;
                 }
+                const std::size_t span_bytes = h.stats().small_span_bytes;
                 auto* p = static_cast<std::byte*>(alloc(h, n, hint));
+                REQUIRE(p != nullptr);
+                const bool refilled = h.stats().small_span_bytes > span_bytes;
                 forget_reclaimed();
+                if (opt.fallback_rule) {
+                    const auto lowest = by_size.lower_bound({good, 0});
+                    const bool any = lowest != by_size.end() && lowest->first.first == good;
+                    if (refilled) {
+                        if (any) FAIL("refill while class " << lowest->first.second << " holds size " << good
+                                                             << " at op " << op);
+                    } else {
+                        if ((!hint || class_of(p) != class_of(hint)) && class_of(p) != last_class) {
+                            ++walks_checked;
+                            if (any && lowest->first.second < class_of(p))
+                                FAIL("fallback took class " << class_of(p) << " while class " << lowest->first.second
+                                                            << " holds size " << good << " at op " << op);
+                        }
+                        last_class = class_of(p);
+                    }
+                }
                 if (must_match) {
                     ++checked;
                     if (class_of(p) != class_of(hint)) FAIL("placement rule broken at op " << op);
@@ -353,6 +411,7 @@ void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uin
                 }
                 if (auto it = free_key.find(p); it != free_key.end()) {
                     --free_count[it->second];
+                    count_free(it->second, -1);
                     free_key.erase(it);
                 }
                 // No overlap with any live block.
@@ -366,23 +425,14 @@ void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uin
                 std::memset(p, tag, n);
                 live.push_back({p, n, tag});
             } else {
-                const std::size_t i = rng() % live.size();
-                const live_block b = live[i];
-                live[i] = live.back();
-                live.pop_back();
-                for (std::size_t k = 0; k < b.n; ++k)
-                    if (b.p[k] != std::byte{b.tag}) FAIL("content of a live block changed at op " << op);
-                extent.erase(addr(b.p));
-                const std::size_t good = Heap::good_size(b.n);
-                release(h, b.p, b.n);
-                free_key[b.p] = key(b.p, good);
-                ++free_count[key(b.p, good)];
-                forget_reclaimed();
+                free_at(rng() % live.size(), op);
             }
         }
-        INFO("decidable placements checked: " << checked << ", fell back: " << fell_back);
+        INFO("decidable placements checked: " << checked << ", fell back: " << fell_back
+                                              << ", fallbacks checked: " << walks_checked);
         CHECK(checked > 10'000);
         CHECK(fell_back > 0);
+        if (opt.fallback_rule) CHECK(walks_checked > 1000);
         for (const live_block& b : live) release(h, b.p, b.n);
         CHECK(h.source().bytes() > 0);
     }
@@ -391,13 +441,25 @@ void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uin
 } // namespace
 
 TEST_CASE("velox: model-based, 1M operations", "[locality][velox][model]") {
-    model_run<al::velox_heap<al::counting_source<al::arena_source>>>(velox_class, {16, 24, 32, 40, 48, 64, 96, 128},
-                                                                      12345);
+    model_run<al::velox_heap<al::counting_source<al::arena_source>>>(
+        velox_class, {16, 24, 32, 40, 48, 64, 96, 128}, 12345, {.fallback_rule = true});
 }
 
 TEST_CASE("medius: model-based, 1M operations", "[locality][medius][model]") {
-    model_run<al::medius_heap<al::counting_source<al::arena_source>>>(medius_class, {16, 24, 32, 40, 48, 64, 96, 128},
-                                                                       23456);
+    model_run<al::medius_heap<al::counting_source<al::arena_source>>>(
+        medius_class, {16, 24, 32, 40, 48, 64, 96, 128}, 23456, {.fallback_rule = true});
+}
+
+// What the size directory is for: sizes in turn that no hint's class holds
+// (32 and 544 share no class for long), and holes of every other block.
+TEST_CASE("velox: model-based, alternating 32/544 with holes", "[locality][velox][model][size_directory]") {
+    model_run<al::velox_heap<al::counting_source<al::arena_source>>>(
+        velox_class, {32, 544}, 4321, {.ops = 400'000, .alternate = true, .holes = true, .fallback_rule = true});
+}
+
+TEST_CASE("medius: model-based, alternating 32/544 with holes", "[locality][medius][model][size_directory]") {
+    model_run<al::medius_heap<al::counting_source<al::arena_source>>>(
+        medius_class, {32, 544}, 5432, {.ops = 400'000, .alternate = true, .holes = true, .fallback_rule = true});
 }
 
 TEST_CASE("defero: model-based, 1M operations", "[locality][defero][model]") {

@@ -476,11 +476,11 @@ static_assert(!al::allocation_predicate<bad_fallback> && !al::allocation_predica
 // Derived traits of predicate_of; optional traits default to false.
 static_assert(al::predicate_lookup_only<al::match_only> && !al::predicate_lookup_only<al::match_first> &&
               !al::predicate_lookup_only<al::match>);
-static_assert(al::predicate_resumes_walks<al::match_first> && al::predicate_resumes_walks<al::match_next> &&
-              !al::predicate_resumes_walks<al::match_only> && !al::predicate_resumes_walks<al::first_fit>);
+static_assert(al::predicate_guided_walks<al::match_first> && al::predicate_guided_walks<al::match_next> &&
+              !al::predicate_guided_walks<al::match_only> && !al::predicate_guided_walks<al::first_fit>);
 static_assert(al::predicate_wants_sorted<al::best_fit> && !al::predicate_wants_sorted<al::first_fit>);
 static_assert(!al::predicate_remembers<well_formed> && !al::predicate_lookup_only<well_formed> &&
-              !al::predicate_resumes_walks<well_formed> && !al::predicate_wants_sorted<well_formed>);
+              !al::predicate_guided_walks<well_formed> && !al::predicate_wants_sorted<well_formed>);
 static_assert(!al::is_exact_match<al::nearest> && al::can_leave_target<al::nearest>);
 
 namespace protocol_cases {
@@ -678,7 +678,7 @@ namespace {
 // Wraps a predicate: same traits, same search, and a record of the cursors it got.
 struct hook_log {
     int calls = 0;
-    bool ordered = false, bidirectional = false, resumable = false;
+    bool ordered = false, bidirectional = false, guided = false;
 };
 hook_log hooks;
 
@@ -689,7 +689,7 @@ struct spy : Pred {
         ++hooks.calls;
         hooks.ordered = al::ordered_cursor<C>;
         hooks.bidirectional = al::bidirectional_cursor<C>;
-        hooks.resumable = al::resumable_cursor<C>;
+        hooks.guided = al::guided_cursor<C>;
         return Pred::search(c, t, a);
     }
 };
@@ -729,8 +729,8 @@ TEST_CASE("every container calls the predicate's search, with the capabilities i
     CHECK(l.calls == 1);
     CHECK(l.ordered);
     CHECK(!l.bidirectional);
-    CHECK(!l.resumable);
-    // The walk memo is offered to a predicate that resumes walks.
+    CHECK(!l.guided);
+    // The size directory guides a predicate that declares guided walks.
     using vtable = al::hash_table<al::vicinity<16>, al::list<al::size, al::list<void>, al::match>,
                                   spy<al::match_first>, al::sparse_identity>;
     container<vtable> v;
@@ -739,7 +739,7 @@ TEST_CASE("every container calls the predicate's search, with the capabilities i
     hooks = {};
     CHECK(v.take(64) == 0);
     CHECK(hooks.calls == 1);
-    CHECK(hooks.resumable);
+    CHECK(hooks.guided);
 }
 
 TEST_CASE("list<Attr, void, Pred> from list.hpp alone: first fit and sorted best fit", "[predicates][list]") {

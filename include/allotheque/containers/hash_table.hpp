@@ -3,7 +3,15 @@
 // "next non-empty" come from the index's bitmaps, so the fallback predicates do
 // not walk empty classes. The table lives in the heap's root (or is mapped), not
 // in chunks, so a hash table is the outermost level of a partition.
+//
+// Over exact sizes, a predicate that walks for the first class able to serve
+// (`guided_walks`: match_first, match_last_first...) gets a size directory
+// beside the classes (containers/size_directory.hpp): a size-major index of
+// the address-major partition, so "the lowest class holding a chunk of size s"
+// skips every class without one. Lookups and hits never read it; frees write
+// one bit.
 #pragma once
+#include <bit>
 #include <cstddef>
 #include <new>
 #include <type_traits>
@@ -13,7 +21,7 @@
 #include <allotheque/containers/class_node.hpp>
 #include <allotheque/containers/partition.hpp>
 #include <allotheque/containers/search.hpp>
-#include <allotheque/containers/walk_memo.hpp>
+#include <allotheque/containers/size_directory.hpp>
 #include <allotheque/hashes/hash_function.hpp>
 #include <allotheque/predicates/predicate.hpp>
 
@@ -37,11 +45,14 @@ struct hash_table {
     using index_type = std::conditional_t<
         !walks && hashed_index::classes * sizeof(typename Nested::header_type) <= detail::inline_table_limit,
         direct_index<hashed_index::classes, typename Nested::header_type, init_header>, hashed_index>;
-    static constexpr bool memoised = predicate_resumes_walks<Pred> && !size_attribute<Attr> && Nested::size_exact;
+    // A class holds a chunk of the request's size or cannot serve it: what
+    // makes a failed attempt proof that the class lacks the size.
+    static constexpr bool directed = predicate_guided_walks<Pred> && !size_attribute<Attr> && Nested::size_exact;
+    using directory_type = size_directory<std::bit_width(index_type::classes - 1)>;
     struct header_type {
         index_type classes;
         std::size_t last = npos;
-        [[no_unique_address]] detail::slot<memoised, walk_memo<std::size_t>> memo{};
+        [[no_unique_address]] detail::slot<directed, directory_type> sizes{};
     };
 
     static constexpr std::size_t min_chunk = Nested::min_chunk;
@@ -89,25 +100,30 @@ struct hash_table {
         // Classes are ordered by index: the bitmap finds the first non-empty one from v.
         handle lower_bound(value_type i) const noexcept { return i == 0 ? h.classes.first() : h.classes.next(i - 1); }
     };
-    struct memo_cursor : cursor {
+    // The walk visits only the classes the directory says may hold the size;
+    // a class that could not serve loses its bit. Sizes the directory does not
+    // vouch for are walked over every non-empty class.
+    struct directed_cursor : cursor {
         std::size_t size;
-        std::size_t walk_start() const noexcept {
-            const auto st = this->h.memo.where_to_start(size);
-            using kind = typename walk_memo<std::size_t>::start_kind;
-            if (st.kind == kind::from_first) return this->first();
-            if (st.kind == kind::nothing) return npos;
-            return this->h.classes.contains(st.from) ? st.from : this->h.classes.next(st.from);
+        std::size_t walk_start() const noexcept { return candidate(0); }
+        std::size_t walk_next(std::size_t i) const noexcept {
+            if (!this->h.sizes.vouches(size)) return this->next(i);
+            this->h.sizes.forget(size, i);
+            return candidate(i + 1);
         }
-        void walk_ended(std::size_t at) const noexcept {
-            if (at == npos) this->h.memo.walk_failed(size);
-            else this->h.memo.walk_found(size, at);
+        void walk_ended(std::size_t) const noexcept {}
+
+    private:
+        std::size_t candidate(std::size_t from) const noexcept {
+            if (!this->h.sizes.vouches(size)) return this->lower_bound(from);
+            return this->h.sizes.next_present(size, from, [&](std::size_t i) { return this->h.classes.contains(i); });
         }
     };
 
     template <request_like R>
     static std::byte* allocate(header_type& h, const R& r) noexcept {
         auto c = [&] {
-            if constexpr (memoised) return memo_cursor{{h}, r.size};
+            if constexpr (directed) return directed_cursor{{h}, r.size};
             else return cursor{h};
         }();
         return search<Pred>(c, request_class(r),
@@ -137,13 +153,13 @@ struct hash_table {
     }
     // Chunk [p, p+n) whose class is `i` (from classify).
     static void deallocate(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept {
-        if constexpr (memoised) h.memo.chunk_added(n, i);
+        if constexpr (directed) h.sizes.note(n, i);
         Nested::deallocate(h.classes.obtain(i), p, n);
     }
 
     static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept {
         const std::size_t i = class_of(Attr::of_chunk(p, n));
-        if constexpr (memoised) h.memo.chunk_added(n, i);
+        if constexpr (directed) h.sizes.note(n, i);
         Nested::deallocate(h.classes.obtain(i), p, n);
     }
 
@@ -153,7 +169,7 @@ struct hash_table {
             const std::size_t k =
                 same_class_run(ps, count, [n](std::byte* p) { return class_of(Attr::of_chunk(p, n)); });
             const std::size_t i = class_of(Attr::of_chunk(ps[0], n));
-            if constexpr (memoised) h.memo.chunk_added(n, i, k);
+            if constexpr (directed) h.sizes.note(n, i);
             deallocate_run_in<Nested>(h.classes.obtain(i), ps, k, n);
             ps += k;
             count -= k;
@@ -190,15 +206,19 @@ private:
     }
     static void forget_search_state(header_type& h) noexcept {
         h.last = npos;
-        if constexpr (memoised) h.memo = {};
+        if constexpr (directed) h.sizes.clear();
     }
     template <request_like R>
     static std::byte* take_from(header_type& h, std::size_t i, const R& r) noexcept {
         auto& nested = *h.classes.find(i);
         std::byte* p = Nested::allocate(nested, r);
         if (!p) return nullptr;
-        if constexpr (memoised) h.memo.chunk_taken(r.size);
-        if (Nested::empty(nested)) h.classes.release(i);
+        if (Nested::empty(nested)) {
+            h.classes.release(i);
+            // The class is gone: its bit for this size would cost the next
+            // walk a failed look (churn empties a class on most misses).
+            if constexpr (directed) h.sizes.forget(r.size, i);
+        }
         if constexpr (predicate_remembers<Pred>) h.last = i;
         return p;
     }

@@ -37,10 +37,12 @@ struct rb_tree {
     };
     using tree_type = boost::intrusive::rbtree<node, boost::intrusive::key_of_value<key_of>,
                                                boost::intrusive::constant_time_size<false>>;
-    // See walk_memo.hpp: the fallback walk over the tree resumes at a lower
-    // bound per request size instead of the first class.
+    // The guide of a fallback walk over the tree (guided_cursor): a walk memo
+    // (walk_memo.hpp) resumes at a lower bound per request size instead of the
+    // first class. Not a size directory, which maps memory: a tree lives in
+    // chunks, nested anywhere.
     static constexpr bool memoised =
-        MemoSlots > 0 && predicate_resumes_walks<Pred> && !size_attribute<Attr> && Nested::size_exact;
+        MemoSlots > 0 && predicate_guided_walks<Pred> && !size_attribute<Attr> && Nested::size_exact;
     struct header_type {
         tree_type classes;
         [[no_unique_address]] detail::slot<predicate_remembers<Pred>, node*> last{};
@@ -103,6 +105,7 @@ struct rb_tree {
             auto it = this->h.classes.lower_bound(st.from);
             return it == this->h.classes.end() ? nullptr : &*it;
         }
+        node* walk_next(node* n) noexcept { return this->next(n); }
         void walk_ended(node* at) noexcept {
             if (!at) this->h.memo.walk_failed(size);
             else this->h.memo.walk_found(size, at->value());

@@ -47,14 +47,19 @@ concept bidirectional_cursor = ordered_cursor<C> && requires(C& c, typename C::h
     { c.prev(h) } -> std::same_as<typename C::handle>;
 };
 
-// A container that keeps a walk memo (containers/walk_memo.hpp) for a walk in
-// container order that takes the first class able to serve: walk_start() is
-// where such a walk may start without missing a class that can serve (none: it
-// would find nothing), walk_ended(h) tells the memo where it stopped (none:
-// nothing found). Offered only to predicates that declare `resumes_walks`.
+// A container that can guide a walk, in container order, for the first class
+// able to serve one request: walk_start() is the first class worth trying
+// (none: no class can serve), walk_next(h) the next one after an attempt on h
+// failed, and walk_ended(h) says where the walk stopped (none: nothing found).
+// A guide may skip classes but never one that can serve, so the walk's answer
+// is the unguided walk's. hash_table guides with a size directory (the classes
+// that may hold the request's size, containers/size_directory.hpp), rb_tree
+// with a walk memo (containers/walk_memo.hpp). Offered only to predicates that
+// declare `guided_walks`.
 template <class C>
-concept resumable_cursor = class_cursor<C> && requires(C& c, typename C::handle h) {
+concept guided_cursor = class_cursor<C> && requires(C& c, typename C::handle h) {
     { c.walk_start() } -> std::same_as<typename C::handle>;
+    { c.walk_next(h) } -> std::same_as<typename C::handle>;
     c.walk_ended(h);
 };
 

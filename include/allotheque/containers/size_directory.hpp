@@ -12,9 +12,11 @@
 // Layout: classes are grouped in leaves of 4096; a leaf, mapped on first use
 // (MAP_NORESERVE: only the pages of sizes in use become resident), holds one
 // two-level bitmap of its 4096 classes per size. Sizes are indexed in steps of
-// 8 up to `max_size` (64 KiB); larger sizes are not indexed (next() answers
-// "anywhere", and the caller walks). When a leaf cannot be mapped, the
-// directory stops vouching for that leaf's sizes the same way.
+// 8 up to `max_size` (64 KiB, a heap's default large threshold); the
+// directory does not vouch for other sizes, and the caller walks. When a leaf cannot be mapped, the
+// directory stops vouching for any size (vouches() is false; a clear keeps the
+// leaves, so it stays so): the caller walks every class, as without one.
+// next() is only meaningful for a size the directory vouches for.
 #pragma once
 #include <sys/mman.h>
 
@@ -59,15 +61,16 @@ public:
 
     static constexpr bool indexed(std::size_t size) noexcept { return size <= max_size && size % step == 0; }
 
-    // A chunk of `size` went into class `cls`.
-    void note(std::size_t size, std::size_t cls) noexcept {
-        if (!indexed(size)) return;
-        leaf* l = obtain(cls >> leaf_bits);
-        if (!l) {
-            complete_ = false;
-            return;
+    // A chunk of `size` went into class `cls`. On every free: the leaf used
+    // last and a bit already set cost two compares and one load; the rest is
+    // out of line.
+    [[gnu::always_inline]] void note(std::size_t size, std::size_t cls) noexcept {
+        if (last_ && last_number_ == (cls >> leaf_bits) && indexed(size)) [[likely]] {
+            const std::size_t j = cls & (leaf_classes - 1);
+            const std::uint64_t w = last_->bits[size / step][j >> 6];
+            if ((w >> (j & 63)) & 1u) return;
         }
-        bitmap(l->bits[size / step]).set(cls & (leaf_classes - 1));
+        note_slow(size, cls);
     }
     // A search found class `cls` without a chunk of `size`.
     void forget(std::size_t size, std::size_t cls) noexcept {
@@ -86,6 +89,18 @@ public:
             const std::size_t j =
                 bitmap(const_cast<std::uint64_t*>(leaves_[i].l->bits[s])).find_next(start);
             if (j != npos) return base | j;
+        }
+        return npos;
+    }
+
+    // The lowest class >= from that may hold a chunk of `size` and that
+    // `present(cls)` says still exists (holds any chunk at all), or npos. The
+    // bits of classes that no longer exist are forgotten on the way.
+    template <class Present>
+    std::size_t next_present(std::size_t size, std::size_t from, Present&& present) noexcept {
+        for (std::size_t i = next(size, from); i != npos; i = next(size, i + 1)) {
+            if (present(i)) return i;
+            forget(size, i);
         }
         return npos;
     }
@@ -116,6 +131,15 @@ private:
         if (last_ && last_number_ == number) return last_;
         const std::size_t i = first_leaf_at_or_after(number);
         return i < used_ && leaves_[i].number == number ? leaves_[i].l : nullptr;
+    }
+    [[gnu::noinline]] void note_slow(std::size_t size, std::size_t cls) noexcept {
+        if (!indexed(size)) return;
+        leaf* l = obtain(cls >> leaf_bits);
+        if (!l) {
+            complete_ = false;
+            return;
+        }
+        bitmap(l->bits[size / step]).set(cls & (leaf_classes - 1));
     }
     leaf* obtain(std::size_t number) noexcept {
         if (last_ && last_number_ == number) return last_;

@@ -1,4 +1,7 @@
 // What a fallback walk learned, kept so the next walk need not repeat it.
+// The guide (search.hpp, guided_cursor) of rb_tree's fallback walk; hash_table
+// guides with a size directory instead (size_directory.hpp), which a tree,
+// living in chunks, cannot map.
 //
 // A fallback predicate walks the classes in order for the first one that can
 // serve a size. Walking from the first class every time makes an exhausted or

@@ -13,8 +13,9 @@
 //     remembers      the container keeps the class last served from (c.last())
 //     lookup_only    search uses c.lookup only: a hash table may then keep a
 //                    plain table with no bitmap of non-empty classes
-//     resumes_walks  search uses the walk memo hooks (resumable_cursor): the
-//                    container keeps the memo only for such predicates
+//     guided_walks   search's walk for the first class able to serve follows
+//                    the container's guide (guided_cursor): the container
+//                    keeps a guide only for such predicates
 //     wants_sorted   the answer does not depend on the order classes are kept
 //                    in and is found soonest when they ascend: a container that
 //                    chooses its order (an element list) then keeps it sorted
@@ -102,8 +103,8 @@ template <class P>
 concept predicate_lookup_only_is_bool =
     !requires { P::lookup_only; } || requires { typename std::bool_constant<bool(P::lookup_only)>; };
 template <class P>
-concept predicate_resumes_walks_is_bool =
-    !requires { P::resumes_walks; } || requires { typename std::bool_constant<bool(P::resumes_walks)>; };
+concept predicate_guided_walks_is_bool =
+    !requires { P::guided_walks; } || requires { typename std::bool_constant<bool(P::guided_walks)>; };
 template <class P>
 concept predicate_wants_sorted_is_bool =
     !requires { P::wants_sorted; } || requires { typename std::bool_constant<bool(P::wants_sorted)>; };
@@ -131,7 +132,7 @@ concept allocation_predicate =
     requirements::predicate_declares_exact<P> && requirements::predicate_declares_can_leave_target<P> &&
     requirements::predicate_exact_and_can_leave_target_exclusive<P> && requirements::predicate_has_search<P> &&
     requirements::predicate_remembers_is_bool<P> && requirements::predicate_lookup_only_is_bool<P> &&
-    requirements::predicate_resumes_walks_is_bool<P> && requirements::predicate_wants_sorted_is_bool<P> &&
+    requirements::predicate_guided_walks_is_bool<P> && requirements::predicate_wants_sorted_is_bool<P> &&
     requirements::predicate_accepts_returns_bool<P> && requirements::predicate_start_is_a_start_at_enumerator<P> &&
     requirements::predicate_stop_is_a_stop_when_enumerator<P> &&
     requirements::predicate_fallback_is_a_fallback_to_enumerator<P>;
@@ -160,10 +161,10 @@ template <class P>
 inline constexpr bool predicate_lookup_only<P> = bool(P::lookup_only);
 
 template <class P>
-inline constexpr bool predicate_resumes_walks = false;
+inline constexpr bool predicate_guided_walks = false;
 template <class P>
-    requires requires { P::resumes_walks; }
-inline constexpr bool predicate_resumes_walks<P> = bool(P::resumes_walks);
+    requires requires { P::guided_walks; }
+inline constexpr bool predicate_guided_walks<P> = bool(P::guided_walks);
 
 template <class P>
 inline constexpr bool predicate_wants_sorted = false;
@@ -207,7 +208,7 @@ struct predicate_of {
     static constexpr bool remembers = Start == start_at::last_used || Fallback == fallback_to::last_then_first ||
                                       Fallback == fallback_to::last_only_then_first;
     static constexpr bool lookup_only = Start == start_at::lookup && Fallback == fallback_to::none;
-    static constexpr bool resumes_walks = Fallback != fallback_to::none;
+    static constexpr bool guided_walks = Fallback != fallback_to::none;
     static constexpr bool wants_sorted = Stop == stop_when::min_fit;
 
     template <class V>
@@ -301,7 +302,7 @@ private:
 
     // The target's class could not serve: the class used last, then a walk.
     // Out of line, so that the lookup that succeeds stays small where it is
-    // inlined (the walk and its memo hooks are the long, rarer path).
+    // inlined (the walk and its guide are the long, rarer path).
     template <class C, class Attempt>
     [[gnu::noinline]] static std::byte* fall_back(C& c, Attempt& attempt, typename C::handle looked) {
         using handle = typename C::handle;
@@ -313,17 +314,21 @@ private:
                 tried_last = l;
             }
         }
-        // A container may know a lower bound for where the walk can
-        // first succeed (its walk memo); it learns where the walk ended.
-        handle from = c.first();
-        if constexpr (resumable_cursor<C>) from = c.walk_start();
-        for (handle h = from; h != none; h = c.next(h))
-            if (h != looked && h != tried_last)
-                if (std::byte* p = attempt(h)) {
-                    if constexpr (resumable_cursor<C>) c.walk_ended(h);
-                    return p;
-                }
-        if constexpr (resumable_cursor<C>) c.walk_ended(none);
+        if constexpr (guided_cursor<C>) {
+            // The container knows which classes may serve (its guide), and
+            // learns from every class that could not.
+            for (handle h = c.walk_start(); h != none; h = c.walk_next(h))
+                if (h != looked && h != tried_last)
+                    if (std::byte* p = attempt(h)) {
+                        c.walk_ended(h);
+                        return p;
+                    }
+            c.walk_ended(none);
+        } else {
+            for (handle h = c.first(); h != none; h = c.next(h))
+                if (h != looked && h != tried_last)
+                    if (std::byte* p = attempt(h)) return p;
+        }
         return nullptr;
     }
 };
