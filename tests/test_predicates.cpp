@@ -901,7 +901,7 @@ static_assert(al::is_exact_match<al::bounded<al::match_only, 8>> && al::predicat
 static_assert(al::predicate_remembers<al::bounded<al::next_fit, 8>>);
 static_assert(al::predicate_wants_sorted<al::bounded<al::best_fit, 8>>);
 // A truncated walk must not feed a walk memo: the adaptor never resumes walks.
-static_assert(al::predicate_resumes_walks<al::match_first> && !al::predicate_resumes_walks<al::bounded<al::match_first, 8>>);
+static_assert(al::predicate_guided_walks<al::match_first> && !al::predicate_guided_walks<al::bounded<al::match_first, 8>>);
 
 TEST_CASE("bounded: first fit over the first K classes, the rest unseen (property)", "[predicates][bounded][model]") {
     std::mt19937_64 rng(16);

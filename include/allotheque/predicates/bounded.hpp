@@ -18,9 +18,9 @@
 //
 // Written against the predicate protocol alone (predicates/predicate.hpp):
 // the cursor it hands Pred forwards the capabilities of the container's
-// cursor (lower_bound, prev) but never the walk memo's hooks, because a
-// truncated walk that found nothing must not teach the memo that nothing is
-// there; for the same reason the adaptor does not declare `resumes_walks`.
+// cursor (lower_bound, prev) but never the guide's hooks (walk memo, size directory), because a
+// truncated walk that found nothing must not teach the guide that nothing is
+// there; for the same reason the adaptor does not declare `guided_walks`.
 #pragma once
 #include <cstddef>
 
