@@ -261,7 +261,9 @@ struct alignas(64) chunk_buffer {
 
 template <class P>
 struct container {
-    typename P::header_type h;
+    union {   // constructed and destroyed by P::init / P::destroy only, as in the heaps
+        typename P::header_type h;
+    };
     chunk_buffer buf;
     container() { P::init(h); }
     ~container() { P::destroy(h); }
@@ -794,7 +796,9 @@ std::byte* chunk_at(std::size_t block, std::size_t k) { return blocks + block * 
 
 template <class P>
 struct block_container {
-    typename P::header_type h;
+    union {   // constructed and destroyed by P::init / P::destroy only
+        typename P::header_type h;
+    };
     block_container() {
         P::init(h);
         REQUIRE(P::prepare(h, blocks, sizeof blocks));
