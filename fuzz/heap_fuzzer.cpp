@@ -201,11 +201,11 @@ std::size_t decode_alignment(reader& in) {
     case 3: return 16;
     case 4: return 64;
     case 5: return 4096;
-    case 6: return 8192;   // above the page: refused
+    case 6: return 8192;   // above the page: a large block of its own
     default: {
-        static constexpr std::size_t others[] = {1, 2, 4, 32, 128, 256, 512, 1024, 2048,   // valid
-                                                 3, 24, 48, 100, 4095, 1u << 20,
-                                                 std::size_t{1} << 63};                    // invalid
+        static constexpr std::size_t others[] = {1, 2, 4, 32, 128, 256, 512, 1024, 2048, 1u << 20,   // valid
+                                                 3, 24, 48, 100, 4095, std::size_t{1} << 31,
+                                                 std::size_t{1} << 63};                              // invalid
         return others[(c >> 3) % std::size(others)];
     }
     }
@@ -259,14 +259,16 @@ private:
     using map = std::map<std::uintptr_t, block>;
 
     static bool is_large(std::size_t size, std::size_t alignment, std::size_t good) {
+        // Large: above the threshold, or aligned beyond a page (a span of its own).
         if constexpr (is_block_heap<Heap>)
-            return alignment > 16 || size > allotheque::heap_options<>::large_threshold;
+            return alignment > Heap::max_alignment || size > allotheque::heap_options<>::large_threshold;
         else
-            return Heap::is_large(good);
+            return Heap::is_large(good, alignment);
     }
 
     static bool valid(std::size_t size, std::size_t alignment) {
-        if (alignment != 0 && (!allotheque::detail::is_pow2(alignment) || alignment > Heap::max_alignment))
+        // Powers of two up to max_large_alignment (1 GiB): beyond a page, a large block.
+        if (alignment != 0 && (!allotheque::detail::is_pow2(alignment) || alignment > Heap::max_large_alignment))
             return false;
         return size <= Heap::max_size;
     }
