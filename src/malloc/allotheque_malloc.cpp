@@ -53,6 +53,7 @@
 #include <allotheque/detail/fail.hpp>
 #include <allotheque/detail/free_marks.hpp>
 #include <allotheque/detail/remote_list.hpp>
+#include <allotheque/hashes/spaced_classes.hpp>
 #include <allotheque/heap_options.hpp>
 #include <allotheque/request.hpp>
 #include <allotheque/sources/arena_source.hpp>
@@ -98,6 +99,20 @@ constexpr const char* heap_name = "segregated";
 #endif
 using marks = heap_type::marks;
 static_assert(marks::offset >= 8, "the remote link takes word 0");
+#endif
+
+// Velox and Medius keep every size exact, so a program asking for thousands of
+// distinct sizes (any 16-byte step up to 64 KiB) would carve a new chunk for
+// almost every request and never reuse a freed one for a neighbouring size.
+// Their malloc asks for the size rounded to the segregated heap's classes
+// (at most a quarter of the block lost above 128 B): a few dozen sizes, each
+// reused by every request that rounds to it. Blocks of their own are exact.
+#if defined(ALLOTHEQUE_MALLOC_HEAP_VELOX) || defined(ALLOTHEQUE_MALLOC_HEAP_MEDIUS)
+constexpr std::size_t request_size(std::size_t n) noexcept {
+    return n <= options::large_threshold ? at::spaced_classes<16, 128, 4>::round(n) : n;
+}
+#else
+constexpr std::size_t request_size(std::size_t n) noexcept { return n; }
 #endif
 
 // ---------------------------------------------------------------------------
@@ -236,7 +251,7 @@ inline void* allocate(std::size_t n, std::size_t a, bool zero = false) noexcept 
         if (th->remote.maybe_nonempty()) drain(th);
         const void* hint = nullptr;
         if constexpr (heap_type::locality_aware) hint = th->heap.last_allocation();
-        at::request r{n, hint, a <= min_align ? 0 : a};
+        at::request r{request_size(n), hint, a <= min_align ? 0 : a};
         r.zero = zero;
         p = th->heap.try_allocate(r);
     }

@@ -21,6 +21,10 @@
 //   thread_churn         10,000 short-lived threads, each leaving blocks for the
 //                        next to free: heaps stay bounded, contents intact
 //   trim                 RSS drops after a 100 MB workload is freed and malloc_trim runs
+//   distinct_sizes       rounds of 1 MiB in blocks of one size, every 16-byte step
+//                        from 1 KiB to 8 KiB, each round freed before the next:
+//                        RSS stays within a few MiB of one round (an exact-size
+//                        heap that kept a chunk per size would grow by hundreds)
 //   fork_threads         fork while 4 threads allocate; the child allocates and exits
 #include <dlfcn.h>
 #include <malloc.h>
@@ -179,6 +183,31 @@ int trim() {
     return 0;
 }
 
+int distinct_sizes() {
+    const long base = rss_kib();
+    long peak = base;
+    std::vector<void*> v;
+    for (size_t n = 1024; n <= 8192; n += 16) {
+        for (size_t got = 0; got < (size_t{1} << 20); got += n) {
+            auto* p = static_cast<unsigned char*>(malloc(n));
+            if (!p) die("malloc failed");
+            p[0] = p[n - 1] = static_cast<unsigned char>(n);   // touch both ends
+            v.push_back(p);
+        }
+        peak = std::max(peak, rss_kib());
+        for (void* p : v) {
+            auto* b = static_cast<unsigned char*>(p);
+            if (b[0] != static_cast<unsigned char>(n)) die("a block changed while live");
+            free(p);
+        }
+        v.clear();
+    }
+    printf("RSS KiB: base %ld, peak %ld (449 sizes, 1 MiB live at a time)\n", base, peak);
+    if (peak - base > 32 * 1024) die("freed blocks were not reused for nearby sizes (RSS grew by more than 32 MiB)");
+    printf("OK distinct_sizes\n");
+    return 0;
+}
+
 int fork_threads() {
     std::atomic<bool> stop{false};
     std::vector<std::thread> ts;
@@ -287,6 +316,8 @@ int main(int argc, char** argv) {
         sink = realloc(global_buffer, 100);
     } else if (c == "never_twice") {
         return never_twice();
+    } else if (c == "distinct_sizes") {
+        return distinct_sizes();
     } else if (c == "reuse_sizes") {
         return reuse_sizes();
     } else if (c == "thread_churn") {
