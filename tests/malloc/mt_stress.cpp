@@ -7,7 +7,8 @@
 //    EINVAL for bad alignments, alignments 16..1 MiB are honoured,
 //    malloc_usable_size >= request, realloc in place when the block suffices,
 //    reallocarray overflow, operator new/delete forms, nothrow new.
-// 3. THREADS threads x OPS random operations (malloc, calloc, realloc,
+// 3. THREADS threads (16, or argv[2]; oversubscribed on small machines on
+//    purpose) share OPS random operations (malloc, calloc, realloc,
 //    posix_memalign, aligned new, free) with content verification; a quarter of
 //    the frees are of blocks another thread allocated (handed over through a
 //    shared mailbox).
@@ -89,7 +90,6 @@ std::size_t random_size(rng& r) {
     return r.below(300000);
 }
 
-constexpr int threads = 4;
 constexpr std::size_t mailbox_slots = 1024;
 std::atomic<block*> mailbox[mailbox_slots];
 
@@ -271,10 +271,16 @@ void api_checks() {
 } // namespace
 
 int main(int argc, char** argv) {
-    const long ops = argc > 1 ? atol(argv[1]) : 1000000;
-
+    // mt_stress [TOTAL_OPS [THREADS | --baseline]]
+    const long total_ops = argc > 1 ? atol(argv[1]) : 4000000;
     // 1. Is the preload active?
     const bool baseline = argc > 2 && strcmp(argv[2], "--baseline") == 0;   // timing runs without the preload
+    const int threads = argc > 2 && !baseline ? atoi(argv[2]) : 16;
+    if (threads < 1 || threads > 1024 || total_ops < threads) {
+        fprintf(stderr, "usage: mt_stress [TOTAL_OPS [THREADS | --baseline]]\n");
+        return 64;
+    }
+    const long ops = total_ops / threads;
     void* m = dlsym(RTLD_DEFAULT, "malloc");
     Dl_info info{};
     if (baseline) {

@@ -26,7 +26,7 @@ grep -q allotheque_malloc "$dir/maps" || { echo "FAIL: liballotheque_malloc not 
 
 case $case_name in
 mt_stress)
-  pre "$mt" "${ALLOTHEQUE_MALLOC_OPS:-1000000}" ;;
+  pre "$mt" "${ALLOTHEQUE_MALLOC_OPS:-4000000}" 16 ;;
 
 python)
   command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
