@@ -120,6 +120,21 @@ public:
         by_size_.insert(*s);
     }
 
+    // Hands out the first n bytes (at most s->bytes) of s: the address-space
+    // sources' allocation. A range used up whole leaves the set and its record
+    // goes to `dispose`.
+    template <class Dispose>
+    std::byte* take_front(span* s, std::size_t n, Dispose&& dispose) noexcept {
+        std::byte* p = s->base;
+        if (s->bytes == n) {
+            unlink(s);
+            dispose(s);
+        } else {
+            shrink_front(s, n);
+        }
+        return p;
+    }
+
     // Oldest range whose pages may be resident, or nullptr.
     span* oldest_dirty() noexcept { return by_age_.empty() ? nullptr : &by_age_.front(); }
     // After the owner gave s's pages back: s now reads as zero.

@@ -54,13 +54,7 @@ public:
         backend::span* f = st.free.best_fit(n);
         if (!f && !st.reserve(n)) return nullptr;
         if (!f) f = st.free.best_fit(n);
-        std::byte* p = f->base;
-        if (f->bytes == n) {
-            st.free.erase(f);
-            st.records.recycle(f);
-        } else {
-            st.free.shrink_front(f, n);
-        }
+        std::byte* p = st.free.take_front(f, n, [&st](backend::span* x) noexcept { st.records.recycle(x); });
         st.handed_out += n;
         return p;
     }

@@ -40,16 +40,8 @@ public:
         state& st = shared();
         {
             std::lock_guard g(st.lock);
-            if (backend::span* f = st.free.best_fit(n)) {
-                std::byte* p = f->base;
-                if (f->bytes == n) {
-                    st.free.erase(f);
-                    st.records.recycle(f);
-                } else {
-                    st.free.shrink_front(f, n);
-                }
-                return p;
-            }
+            if (backend::span* f = st.free.best_fit(n))
+                return st.free.take_front(f, n, [&st](backend::span* x) noexcept { st.records.recycle(x); });
             if (!st.exhausted) {
                 void* cur = ::sbrk(0);
                 const std::size_t pad =
