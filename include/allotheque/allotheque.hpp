@@ -26,7 +26,6 @@
 #include <allotheque/containers/class_index.hpp>
 #include <allotheque/containers/size_directory.hpp>
 #include <allotheque/containers/walk_memo.hpp>
-#include <allotheque/containers/size_directory.hpp>
 #include <allotheque/containers/rb_tree.hpp>
 #include <allotheque/containers/hash_table.hpp>
 #include <allotheque/containers/adjacency.hpp>

@@ -6,6 +6,7 @@
 #include <memory_resource>
 #include <new>
 
+#include <allotheque/detail/bits.hpp>
 #include <allotheque/request.hpp>
 
 namespace allotheque {
@@ -26,7 +27,7 @@ private:
     bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override { return this == &o; }
     // Alignments up to 8 are what every heap gives anyway; a value that is not
     // a power of two goes to the heap as is, which refuses it (bad_alloc).
-    static std::size_t normal(std::size_t a) noexcept { return a <= 8 && (a & (a - 1)) == 0 ? 0 : a; }
+    static std::size_t normal(std::size_t a) noexcept { return a <= 8 && detail::is_pow2(a) ? 0 : a; }
 
     Heap* heap_;
 };

@@ -53,7 +53,6 @@
 #include <allotheque/detail/fail.hpp>
 #include <allotheque/detail/free_marks.hpp>
 #include <allotheque/detail/remote_list.hpp>
-#include <allotheque/hashes/spaced_classes.hpp>
 #include <allotheque/heap_options.hpp>
 #include <allotheque/request.hpp>
 #include <allotheque/sources/arena_source.hpp>
@@ -61,8 +60,10 @@
 #if defined(ALLOTHEQUE_MALLOC_HEAP_LEA)
 #include <allotheque/allocators/lea.hpp>
 #elif defined(ALLOTHEQUE_MALLOC_HEAP_VELOX)
+#include <allotheque/allocators/segregated.hpp>   // its classes round the requests (below)
 #include <allotheque/allocators/velox.hpp>
 #elif defined(ALLOTHEQUE_MALLOC_HEAP_MEDIUS)
+#include <allotheque/allocators/segregated.hpp>
 #include <allotheque/allocators/medius.hpp>
 #else
 #define ALLOTHEQUE_MALLOC_HEAP_SEGREGATED 1
@@ -109,7 +110,7 @@ static_assert(marks::offset >= 8, "the remote link takes word 0");
 // reused by every request that rounds to it. Blocks of their own are exact.
 #if defined(ALLOTHEQUE_MALLOC_HEAP_VELOX) || defined(ALLOTHEQUE_MALLOC_HEAP_MEDIUS)
 constexpr std::size_t request_size(std::size_t n) noexcept {
-    return n <= options::large_threshold ? at::spaced_classes<16, 128, 4>::round(n) : n;
+    return n <= options::large_threshold ? at::segregated_partition<>::round_size(n) : n;
 }
 #else
 constexpr std::size_t request_size(std::size_t n) noexcept { return n; }
