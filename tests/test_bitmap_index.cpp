@@ -52,6 +52,7 @@ void bitmap_against_set(std::size_t ops, unsigned seed) {
             REQUIRE(t.test(i) == (ref.count(i) == 1));
         }
         if (k % 97 == 0) REQUIRE(t.find_next(0) == ref_next(ref, 0));
+        REQUIRE(t.empty() == ref.empty());
     }
     // Exhaustive walk at the end.
     std::size_t at = t.find_next(0);
@@ -64,6 +65,7 @@ void bitmap_against_set(std::size_t ops, unsigned seed) {
     // Empty everything: every level must go back to zero.
     for (std::size_t v : ref) t.reset(v);
     REQUIRE(t.find_next(0) == npos);
+    REQUIRE(t.empty());
     for (std::uint64_t w : words) REQUIRE(w == 0);
 }
 

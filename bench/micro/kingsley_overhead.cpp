@@ -78,6 +78,11 @@ public:
             free_[k] = p->next;
             return p;
         }
+        return refill(k);
+    }
+    // Out of line, as any careful hand-written allocator has it: inlined, the
+    // refill's registers would crowd the caller's loop around the pop above.
+    [[gnu::noinline, gnu::cold]] void* refill(int k) {
         const std::size_t s = Classes::size(k);
         const std::size_t span = s > page ? s : page;
         std::byte* p = take(span);

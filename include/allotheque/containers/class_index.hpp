@@ -165,7 +165,7 @@ public:
         leaf* lf = leaf_of_[i >> leaf_bits];
         leaf_bitmap b(lf->bits);
         b.reset(i & (leaf_classes - 1));
-        if (b.find_next(0) == npos) top().reset(i >> leaf_bits);
+        if (b.empty()) top().reset(i >> leaf_bits);
     }
     std::size_t first() const noexcept { return next_from(0); }
     std::size_t next(std::size_t i) const noexcept { return next_from(i + 1); }

@@ -68,20 +68,34 @@ public:
         }
     }
 
-    // The lowest set position >= i, or npos.
-    std::size_t find_next(std::size_t i) const noexcept { return find_from(0, i); }
-
-private:
-    std::size_t find_from(std::size_t level, std::size_t i) const noexcept {
-        if (i >= L::words[level] * 64) return npos;
-        const std::uint64_t* row = w_ + L::offset[level];
-        const std::size_t w = i >> 6;
-        if (std::uint64_t m = row[w] & (~std::uint64_t{0} << (i & 63))) return (w << 6) + std::countr_zero(m);
-        if (level + 1 == L::levels) return npos;
-        const std::size_t nw = find_from(level + 1, w + 1);
-        return nw == npos ? npos : (nw << 6) + std::countr_zero(row[nw]);
+    // Whether no position is set: the top level says so in one word (or a few).
+    bool empty() const noexcept {
+        for (std::size_t k = 0; k < L::words[L::levels - 1]; ++k)
+            if (w_[L::offset[L::levels - 1] + k] != 0) return false;
+        return true;
     }
 
+    // The lowest set position >= i, or npos. A loop, not a recursion, so that
+    // it inlines: it sits on a locality heap's every fallback and release.
+    std::size_t find_next(std::size_t i) const noexcept {
+        std::size_t l = 0;
+        // Up: the first level with a set bit at or after i's position in i's word.
+        for (;;) {
+            if (i >= L::words[l] * 64) return npos;
+            if (const std::uint64_t m = w_[L::offset[l] + (i >> 6)] & (~std::uint64_t{0} << (i & 63))) {
+                i = (i & ~std::size_t{63}) + static_cast<std::size_t>(std::countr_zero(m));
+                break;
+            }
+            if (++l == L::levels) return npos;
+            i = (i >> 6) + 1;
+        }
+        // Down: position i at level l says word i of the level below is not
+        // zero; its lowest set bit is the next position.
+        while (l-- > 0) i = (i << 6) + static_cast<std::size_t>(std::countr_zero(w_[L::offset[l] + i]));
+        return i;
+    }
+
+private:
     std::uint64_t* w_;
 };
 

@@ -9,14 +9,22 @@
 
 namespace allotheque::detail {
 
+// The throw lives out of line: inlined, it would keep the caller's request in
+// memory and its registers saved on every allocation, not only on failure.
+[[noreturn, gnu::noinline, gnu::cold]] inline void throw_bad_alloc() { throw std::bad_alloc(); }
+
 // CRTP base: Derived provides `void* try_allocate(const R&) noexcept`.
+// Forced inline: left to the compiler, this wrapper around an always-inline
+// try_allocate becomes a call taking the request by address, which costs a
+// hand-written allocator's whole fast path again.
 template <class Derived>
 class throwing_allocate {
 public:
     template <request_like R = request>
-    [[nodiscard]] void* allocate(const R& r) {
+    [[nodiscard, gnu::always_inline]] inline void* allocate(const R& r) {
         void* p = static_cast<Derived*>(this)->try_allocate(r);
-        if (!p) throw std::bad_alloc();
+        if (!p) [[unlikely]]
+            throw_bad_alloc();
         return p;
     }
 };
