@@ -164,7 +164,7 @@ public:
         if constexpr (classifies) {
             // The size is resolved to its class once, and the class travels down.
             const size_class c = classify_small(r.size);
-            if (r.alignment == 0 && r.size <= cfg.large_threshold && c.size <= cfg.large_threshold) [[likely]] {
+            if (served_small(r, c)) [[likely]] {
                 classified<R> q{r};
                 q.size = c.size;
                 q.class_index = c.index;
@@ -184,7 +184,7 @@ public:
         if (!p) return;
         if constexpr (classifies) {
             const size_class c = classify_small(r.size);
-            if (r.alignment == 0 && r.size <= cfg.large_threshold && c.size <= cfg.large_threshold) [[likely]] {
+            if (served_small(r, c)) [[likely]] {
                 if constexpr (cfg.free_marks) mark_freed(p);
                 P::deallocate(root_, static_cast<std::byte*>(p), c.size, c.index);
                 released(c.size);
@@ -358,6 +358,11 @@ private:
         requires(classifies)
     {
         return P::classify(std::max(detail::round_up(std::min(n, cfg.large_threshold), granularity), min_chunk));
+    }
+    // Whether r is served from class c (classify_small(r.size)): allocate and
+    // deallocate must agree on it, so it is written once.
+    [[gnu::always_inline]] static constexpr bool served_small(const request& r, size_class c) noexcept {
+        return r.alignment == 0 && r.size <= cfg.large_threshold && c.size <= cfg.large_threshold;
     }
 
     static constexpr std::size_t good_size_aligned(std::size_t n, std::size_t a) noexcept {
