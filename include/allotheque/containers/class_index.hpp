@@ -152,13 +152,7 @@ public:
     // Precondition: prepare() covered i.
     Header& obtain(std::size_t i) noexcept {
         leaf* lf = leaf_of_[i >> leaf_bits];
-        leaf_bitmap b(lf->bits);
-        const std::size_t j = i & (leaf_classes - 1);
-        if (!b.test(j)) {
-            Init{}(*slot(lf, i));
-            b.set(j);
-            top().set(i >> leaf_bits);
-        }
+        if (!leaf_bitmap(lf->bits).test(i & (leaf_classes - 1))) [[unlikely]] return open(lf, i);
         return *slot(lf, i);
     }
     void release(std::size_t i) noexcept {
@@ -172,6 +166,14 @@ public:
     std::size_t metadata_bytes() const noexcept { return leaf_count_ * sizeof(leaf); }
 
 private:
+    // A class becoming non-empty: out of line, so that a free into a live
+    // class (the common case) stays a bit test.
+    [[gnu::noinline]] Header& open(leaf* lf, std::size_t i) noexcept {
+        Init{}(*slot(lf, i));
+        leaf_bitmap(lf->bits).set(i & (leaf_classes - 1));
+        top().set(i >> leaf_bits);
+        return *slot(lf, i);
+    }
     std::size_t next_from(std::size_t i) const noexcept {
         auto* self = const_cast<sparse_index*>(this);
         if (i >= classes) return npos;

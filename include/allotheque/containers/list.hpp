@@ -151,10 +151,16 @@ struct list<Attr, Nested, Pred, Links> {
         });
     }
 
-    static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept {
+    [[gnu::always_inline]] static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept {
         const value_type v = Attr::of_chunk(p, n);
         cursor c{h};
-        if (node* cls = c.lookup(v)) return Nested::deallocate(cls->nested, p, n);
+        if (node* cls = c.lookup(v)) [[likely]] return Nested::deallocate(cls->nested, p, n);
+        open(h, p, n);
+    }
+
+    // The chunk becomes the host of its own new class (out of line: the free
+    // into an existing class is the one the hot path must keep small).
+    [[gnu::noinline]] static void open(header_type& h, std::byte* p, std::size_t n) noexcept {
         h.classes.push_front(*node::make(p, n));
     }
 

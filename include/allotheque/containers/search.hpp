@@ -20,9 +20,11 @@
 namespace allotheque {
 
 // Required of every cursor. A failed attempt leaves the cursor's handles valid;
-// a successful one may invalidate them (the predicate returns at once).
+// a successful one may invalidate them (the predicate returns at once). A
+// cursor is a view of its container's header, cheap to copy: a predicate may
+// pass it by value (predicate_of does, to its out-of-line fallback).
 template <class C>
-concept class_cursor = requires(C& c, typename C::handle h, typename C::value_type v) {
+concept class_cursor = std::copy_constructible<C> && requires(C& c, typename C::handle h, typename C::value_type v) {
     { c.none() } -> std::same_as<typename C::handle>;     // the past-the-end handle
     { c.first() } -> std::same_as<typename C::handle>;    // the first non-empty class, or none
     { c.next(h) } -> std::same_as<typename C::handle>;    // the class after h, or none
