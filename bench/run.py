@@ -1389,7 +1389,7 @@ def main():
         "- malloc baselines: the same binary with LD_PRELOAD; the library active in each run is read from "
         "/proc/self/maps and checked (column `malloc_library` in results.json)",
         "- memory: peak_os = VmHWM after the program - VmRSS before it (VmHWM reset via /proc/self/clear_refs "
-        "after ageing), the same measure for every allocator; fragmentation = (peak_os - peak_requested) / "
+        "after ageing; file-backed pages made resident first, so library code is not counted), the same measure for every allocator; fragmentation = (peak_os - peak_requested) / "
         "peak_requested. On an aged heap peak_requested counts the program's bytes only, and holes left by "
         "ageing can make fragmentation negative.",
         "- checksums: {}".format("all agree" if not bad else "MISMATCH: " + json.dumps(

@@ -19,7 +19,11 @@
 #include <string>
 #include <vector>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "catch.hpp"
+#include "process_memory.hpp"
 #include "replay_plan.hpp"
 #include "replay_rank.hpp"
 
@@ -495,4 +499,37 @@ TEST_CASE("replay ranking: leads within the runs' spread are no clear winner", "
     rows[0].status = "failed";
     CHECK(rp::rank(rows).base == nullptr);
     CHECK(rp::format_verdicts(rp::rank(rows)).empty());
+}
+
+// The memory measure shared by the replay worker and the benchmark drivers
+// subtracts the resident set before a run from its peak after; code and data
+// pages of files first touched during the run must not be counted, so they are
+// made resident beforehand.
+TEST_CASE("process memory: file-backed pages are resident after prefault_file_mappings", "[trace][memory]") {
+    const long page = ::sysconf(_SC_PAGESIZE);
+    const std::size_t whole = 16;
+    char named[] = "/tmp/allotheque_prefault_XXXXXX";
+    const int nfd = ::mkstemp(named);
+    REQUIRE(nfd >= 0);
+    const std::vector<char> data(whole * static_cast<std::size_t>(page) + 100, 'x');
+    REQUIRE(::write(nfd, data.data(), data.size()) == static_cast<ssize_t>(data.size()));
+    // Mapped 8 pages past the file's end: reading there would raise SIGBUS.
+    const std::size_t span = (whole + 8) * static_cast<std::size_t>(page);
+    void* m = ::mmap(nullptr, span, PROT_READ, MAP_SHARED, nfd, 0);
+    REQUIRE(m != MAP_FAILED);
+
+    const std::size_t before = allotheque::tools::proc_status_bytes("RssFile");
+    const std::size_t touched = allotheque::tools::prefault_file_mappings();
+    const std::size_t after = allotheque::tools::proc_status_bytes("RssFile");
+    CHECK(touched >= whole * static_cast<std::size_t>(page));
+    CHECK(after >= before + whole * static_cast<std::size_t>(page));
+    // Every page of the file inside its size is now mapped in: a second pass
+    // adds nothing (a little slack for pages the test's own code faults in).
+    const std::size_t again = allotheque::tools::prefault_file_mappings();
+    CHECK(again >= touched);
+    CHECK(allotheque::tools::proc_status_bytes("RssFile") <= after + 16 * static_cast<std::size_t>(page));
+
+    ::munmap(m, span);
+    ::close(nfd);
+    ::unlink(named);
 }

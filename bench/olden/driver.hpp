@@ -47,6 +47,7 @@ std::vector<std::string> program_names();
 
 // The same measure as the replay worker's (tools/common/process_memory.hpp).
 using allotheque::tools::proc_status_bytes;
+using allotheque::tools::prefault_file_mappings;
 using allotheque::tools::reset_peak_rss;
 
 inline std::size_t default_age_objects(scale s) { return s == scale::quick ? 200'000 : 2'000'000; }
@@ -86,6 +87,7 @@ int drive(P& policy, const options& o, const char* allocator_label) {
     std::size_t heap_os_before = 0;
     if constexpr (P::is_heap) heap_os_before = policy.inner.stats().os_bytes;
 
+    prefault_file_mappings();
     const bool hwm_reset = reset_peak_rss();
     const std::size_t rss_before = proc_status_bytes("VmRSS");
 

@@ -69,6 +69,7 @@ struct memory_probe {
     bool hwm_reset = false;
     std::size_t rss_before = 0;
     void start() {
+        allotheque::tools::prefault_file_mappings();
         hwm_reset = allotheque::tools::reset_peak_rss();
         rss_before = allotheque::tools::proc_status_bytes("VmRSS");
     }

@@ -4,9 +4,11 @@
 // allocator being measured.
 #pragma once
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -28,6 +30,58 @@ inline std::size_t proc_status_bytes(const char* key) {
         if (line) ++line;
     }
     return 0;
+}
+
+// Reads one byte of every page of every readable file-backed mapping (the
+// executable's and the libraries' code and constants), so that those pages
+// are resident before a measurement starts. Otherwise the library code a
+// program first runs during the measurement (libstdc++'s tree and list code,
+// libm) is counted as its memory: ~0.35 MB, the same for every allocator,
+// which reads as 65 % fragmentation on a program that requests 0.5 MB.
+// Only whole pages inside the file are read (a page past its end would raise
+// SIGBUS). Returns the bytes read over.
+// The reads are not instrumented: a file-backed data segment holds globals
+// and their redzones, which AddressSanitizer would report.
+__attribute__((no_sanitize("address", "thread"))) inline void touch_page(unsigned long a) {
+    (void)*reinterpret_cast<const volatile char*>(a);
+}
+inline std::size_t prefault_file_mappings() {
+    const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    const long page = ::sysconf(_SC_PAGESIZE);
+    std::size_t touched = 0;
+    char buf[16384];
+    std::size_t have = 0;
+    for (;;) {
+        const ssize_t r = ::read(fd, buf + have, sizeof buf - 1 - have);
+        if (r <= 0) break;
+        have += std::size_t(r);
+        buf[have] = '\0';
+        char* line = buf;
+        for (char* nl; (nl = std::strchr(line, '\n')) != nullptr; line = nl + 1) {
+            *nl = '\0';
+            // "lo-hi perms offset dev inode   path"
+            unsigned long lo = 0, hi = 0, off = 0;
+            char perms[8] = {};
+            int path_at = 0;
+            if (std::sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &off, &path_at) < 4) continue;
+            const char* path = line + path_at;
+            if (perms[0] != 'r' || path[0] != '/') continue;
+            struct stat st {};
+            if (::stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+            const unsigned long file_end = static_cast<unsigned long>(st.st_size);
+            for (unsigned long a = lo; a < hi && off + (a - lo) + static_cast<unsigned long>(page) <= file_end;
+                 a += static_cast<unsigned long>(page)) {
+                touch_page(a);
+                touched += static_cast<std::size_t>(page);
+            }
+        }
+        have = static_cast<std::size_t>(buf + have - line);
+        std::memmove(buf, line, have);
+        if (have == sizeof buf - 1) have = 0;   // a line longer than the buffer: drop it
+    }
+    ::close(fd);
+    return touched;
 }
 
 // Resets VmHWM to the current RSS (Linux >= 4.0), so a peak read afterwards

@@ -239,6 +239,7 @@ result replay(B& b, const loaded_plan& plan, slot_entry* slots, const char* name
     const std::uint64_t n = plan.header.ops;
     if constexpr (B::is_heap) r.heap_os_before = b.heap.stats().os_bytes;
 
+    allotheque::tools::prefault_file_mappings();
     r.hwm_reset = reset_peak_rss();
     r.rss_before = proc_status_bytes("VmRSS");
     std::uint64_t sink = 0;
