@@ -226,6 +226,33 @@ TEST_CASE("medius: fallback to the last used class, then the lowest class", "[lo
     for (void* p : {c1, c2, a, e}) release(h, p, 32);
 }
 
+// "Used last" counts frees: in steady churn the hint's class rarely holds the
+// size, and the chunk freed a moment ago (still in cache) is taken instead of
+// the lowest one.
+template <class Heap, class ClassOf>
+void check_free_counts_as_use(ClassOf class_of, std::size_t count) {
+    Heap h;
+    layout L(h, class_of, count, {32});
+    auto cs = L.classes(32);
+    REQUIRE(cs.size() >= 6);
+    const auto A = cs[0], C = cs[2], D = cs[3];
+    void* a = L.free_block(L.pick(A, 32));
+    void* c = L.free_block(L.pick(C, 32));   // the last free: C is the class used last
+    CHECK(alloc(h, 32, L.live(D, 32)) == c);   // not the lower A
+    CHECK(alloc(h, 32, L.live(D, 32)) == a);   // C is empty: the lowest again
+    // The order of the frees decides: A, freed after C, serves first.
+    void* c2 = L.free_block(L.pick(C, 32, 1));
+    void* a2 = L.free_block(L.pick(A, 32, 1));
+    CHECK(alloc(h, 32, L.live(D, 32)) == a2);   // A: freed last, and lowest
+    CHECK(alloc(h, 32, L.live(D, 32)) == c2);
+    for (void* p : {a, c, a2, c2}) release(h, p, 32);
+}
+
+TEST_CASE("velox, medius: a free makes its class the one used last", "[locality][velox][medius]") {
+    check_free_counts_as_use<velox>(velox_class, 40000);
+    check_free_counts_as_use<medius>(medius_class, 20000);
+}
+
 // ---------------------------------------------------------------------------
 TEST_CASE("defero: size class first, then the hint's page", "[locality][defero]") {
     defero h;
@@ -326,7 +353,9 @@ void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uin
             const std::pair<std::size_t, std::uint64_t> e{k & ((std::uint64_t{1} << 13) - 1), k >> 13};
             if ((by_size[e] += static_cast<std::size_t>(d)) == 0) by_size.erase(e);
         };
-        std::uint64_t last_class = ~std::uint64_t{0};   // the class the partition served from last
+        // The class used last: served from, or freed into (match_last_first),
+        // or filled by a refill (its chunks go into the partition as frees).
+        std::uint64_t last_class = ~std::uint64_t{0};
         std::size_t checked = 0, fell_back = 0, reclaims = 0, walks_checked = 0;
         // A reclaim gives fully free spans back: their chunks leave the heap's
         // classes, so the reference forgets those (and only those).
@@ -356,6 +385,7 @@ void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uin
             extent.erase(addr(b.p));
             const std::size_t good = Heap::good_size(b.n);
             release(h, b.p, b.n);
+            last_class = class_of(b.p);
             free_key[b.p] = key(b.p, good);
             ++free_count[key(b.p, good)];
             count_free(key(b.p, good), +1);
@@ -393,6 +423,7 @@ void model_run(ClassOf class_of, const std::vector<std::size_t>& sizes, std::uin
                     if (refilled) {
                         if (any) FAIL("refill while class " << lowest->first.second << " holds size " << good
                                                              << " at op " << op);
+                        last_class = class_of(p);
                     } else {
                         if ((!hint || class_of(p) != class_of(hint)) && class_of(p) != last_class) {
                             ++walks_checked;

@@ -83,6 +83,11 @@ static_assert(!al::any::remembers && !al::first_fit::remembers && !al::best_fit:
               !al::worst_fit::remembers && !al::match::remembers && !al::match_only::remembers &&
               !al::match_first::remembers);
 static_assert(al::next_fit::remembers && al::match_last_first::remembers && al::match_next::remembers);
+// Only match_last_first counts a free as a use (Defero's `next` caches the
+// class an allocation was served from, as the paper describes it).
+static_assert(al::predicate_remembers_frees<al::match_last_first> && !al::predicate_remembers_frees<al::match_next> &&
+              !al::predicate_remembers_frees<al::next_fit> && !al::predicate_remembers_frees<al::match_first> &&
+              al::predicate_remembers_frees<al::bounded<al::match_last_first, 4>>);
 static_assert(al::is_exact_match<al::match> && al::is_exact_match<al::match_only>);
 static_assert(!al::is_exact_match<al::match_first> && !al::is_exact_match<al::match_last_first> &&
               !al::is_exact_match<al::match_next> && !al::is_exact_match<al::first_fit> &&
@@ -339,6 +344,16 @@ TEST_CASE("list<size, list<void>, Pred>: which chunk comes back", "[predicates][
         CHECK(c.take(50) == std::ptrdiff_t(o64));   // the host last
         CHECK(c.take(50) == -1);
     }
+    SECTION("match_last_first: a free makes its class the one used last") {
+        container<al::list<al::size, al::list<void>, al::match_last_first>> c;
+        c.free(o32, 32);
+        c.free(o128, 128);       // list order: 128, 32
+        c.free(o32 + 32, 32);    // into class 32, which becomes the last used
+        CHECK(c.take(40) == std::ptrdiff_t(o32 + 32));   // absent size: last used, not the front (128)
+        CHECK(c.take(40) == std::ptrdiff_t(o32));        // class 32 again, its host; it disappears
+        CHECK(c.take(40) == std::ptrdiff_t(o128));       // nothing remembered: the front
+        CHECK(c.take(40) == -1);
+    }
     SECTION("several chunks per class: the nested chunks first, the host last") {
         container<al::list<al::size, al::list<void>, al::match>> c;
         c.free(0, 64);      // host of class 64
@@ -355,6 +370,14 @@ TEST_CASE("list<size, list<void>, Pred>: which chunk comes back", "[predicates][
 }
 
 TEST_CASE("rb_tree<size, list<void>, Pred>: lower_bound and lookup paths", "[predicates][rb_tree]") {
+    SECTION("match_last_first: a free makes its class the one used last") {
+        container<al::rb_tree<al::size, al::list<void>, al::match_last_first>> c;
+        c.free(o32, 32);
+        c.free(o128, 128);   // the last free: class 128 is the last used
+        CHECK(c.take(40) == std::ptrdiff_t(o128));   // absent size: last used, not the lowest (32)
+        CHECK(c.take(40) == std::ptrdiff_t(o32));    // 128 is gone: the lowest
+        CHECK(c.take(40) == -1);
+    }
     SECTION("first_fit (lower bound)") {
         container<al::rb_tree<al::size, al::list<void>, al::first_fit>> c;
         c.free(0, 48);

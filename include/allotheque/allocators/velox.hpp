@@ -1,7 +1,8 @@
 // Velox: location first. Free chunks are split into vicinities (K-classes of
 // 2^VicinityLog2 bytes; the paper's K = 16 on 32 bits gives 64 KiB), each into
 // exact sizes. A request takes the exact size from the hint's vicinity, else
-// from the vicinity used last (temporal locality), else from the lowest-address
+// from the vicinity used last, by an allocation or a free (temporal locality: a
+// chunk freed a moment ago is still in cache), else from the lowest-address
 // vicinity that has it (wilderness preservation).
 //   hash_table<vicinity, sparse identity, match_last_first> ∘ list<size, match> ∘ list<void>
 // 2^(47 - VicinityLog2) classes on 47-bit addresses call for the sparse index.

@@ -179,6 +179,7 @@ struct hash_table {
             const std::size_t i = class_of(Attr::of_chunk(ps[0], n));
             if constexpr (directed) h.sizes.note(n, i);
             deallocate_run_in<Nested>(h.classes.obtain(i), ps, k, n);
+            if constexpr (predicate_remembers_frees<Pred>) h.last = i;
             ps += k;
             count -= k;
         }
@@ -210,6 +211,7 @@ private:
     [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept {
         if constexpr (directed) h.sizes.note(n, i);
         Nested::deallocate(h.classes.obtain(i), p, n);
+        if constexpr (predicate_remembers_frees<Pred>) h.last = i;
     }
     template <request_like R>
     static constexpr std::size_t request_class(const R& r) noexcept {

@@ -154,14 +154,20 @@ struct list<Attr, Nested, Pred, Links> {
     [[gnu::always_inline]] static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept {
         const value_type v = Attr::of_chunk(p, n);
         cursor c{h};
-        if (node* cls = c.lookup(v)) [[likely]] return Nested::deallocate(cls->nested, p, n);
+        if (node* cls = c.lookup(v)) [[likely]] {
+            Nested::deallocate(cls->nested, p, n);
+            if constexpr (predicate_remembers_frees<Pred>) h.last = cls;
+            return;
+        }
         open(h, p, n);
     }
 
     // The chunk becomes the host of its own new class (out of line: the free
     // into an existing class is the one the hot path must keep small).
     [[gnu::noinline]] static void open(header_type& h, std::byte* p, std::size_t n) noexcept {
-        h.classes.push_front(*node::make(p, n));
+        node* fresh = node::make(p, n);
+        h.classes.push_front(*fresh);
+        if constexpr (predicate_remembers_frees<Pred>) h.last = fresh;
     }
 
     // Chunks of one class found once per run of consecutive same-class chunks;
@@ -170,13 +176,15 @@ struct list<Attr, Nested, Pred, Links> {
         cursor c{h};
         while (count > 0) {
             const std::size_t k = same_class_run(ps, count, [n](std::byte* p) { return Attr::of_chunk(p, n); });
-            if (node* cls = c.lookup(Attr::of_chunk(ps[0], n))) {
+            node* cls = c.lookup(Attr::of_chunk(ps[0], n));
+            if (cls) {
                 deallocate_run_in<Nested>(cls->nested, ps, k, n);
             } else {
-                node* fresh = node::make(ps[0], n);
-                deallocate_run_in<Nested>(fresh->nested, ps + 1, k - 1, n);
-                h.classes.push_front(*fresh);
+                cls = node::make(ps[0], n);
+                deallocate_run_in<Nested>(cls->nested, ps + 1, k - 1, n);
+                h.classes.push_front(*cls);
             }
+            if constexpr (predicate_remembers_frees<Pred>) h.last = cls;
             ps += k;
             count -= k;
         }

@@ -143,8 +143,15 @@ struct rb_tree {
         if constexpr (memoised) h.memo.chunk_added(n, Attr::of_chunk(p, n));
         typename tree_type::insert_commit_data data;
         auto [it, fresh] = h.classes.insert_unique_check(Attr::of_chunk(p, n), data);
-        if (!fresh) return Nested::deallocate(it->nested, p, n);
-        h.classes.insert_unique_commit(*node::make(p, n), data);
+        node* cls = nullptr;
+        if (!fresh) {
+            cls = &*it;
+            Nested::deallocate(cls->nested, p, n);
+        } else {
+            cls = node::make(p, n);
+            h.classes.insert_unique_commit(*cls, data);
+        }
+        if constexpr (predicate_remembers_frees<Pred>) h.last = cls;
     }
 
     static void deallocate_run(header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
@@ -153,13 +160,16 @@ struct rb_tree {
             if constexpr (memoised) h.memo.chunk_added(n, Attr::of_chunk(ps[0], n), k);
             typename tree_type::insert_commit_data data;
             auto [it, fresh] = h.classes.insert_unique_check(Attr::of_chunk(ps[0], n), data);
+            node* cls = nullptr;
             if (!fresh) {
-                deallocate_run_in<Nested>(it->nested, ps, k, n);
+                cls = &*it;
+                deallocate_run_in<Nested>(cls->nested, ps, k, n);
             } else {
-                node* cls = node::make(ps[0], n);
+                cls = node::make(ps[0], n);
                 deallocate_run_in<Nested>(cls->nested, ps + 1, k - 1, n);
                 h.classes.insert_unique_commit(*cls, data);
             }
+            if constexpr (predicate_remembers_frees<Pred>) h.last = cls;
             ps += k;
             count -= k;
         }

@@ -36,6 +36,7 @@ struct bounded {
     static constexpr bool exact = is_exact_match<Pred>;
     static constexpr bool can_leave_target = allotheque::can_leave_target<Pred>;
     static constexpr bool remembers = predicate_remembers<Pred>;
+    static constexpr bool remembers_frees = predicate_remembers_frees<Pred>;
     static constexpr bool lookup_only = predicate_lookup_only<Pred>;
     static constexpr bool wants_sorted = predicate_wants_sorted<Pred>;
     static constexpr std::size_t max_classes = MaxClasses;

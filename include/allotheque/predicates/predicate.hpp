@@ -11,6 +11,9 @@
 // (both true is a contradiction and does not satisfy the concept). Optional,
 // false when absent:
 //     remembers      the container keeps the class last served from (c.last())
+//     remembers_frees  ... and a free makes its class the last used one too
+//                    (a chunk just freed is the one most likely in cache); only
+//                    meaningful with remembers
 //     lookup_only    search uses c.lookup only: a hash table may then keep a
 //                    plain table with no bitmap of non-empty classes
 //     guided_walks   search's walk for the first class able to serve follows
@@ -100,6 +103,9 @@ template <class P>
 concept predicate_remembers_is_bool =
     !requires { P::remembers; } || requires { typename std::bool_constant<bool(P::remembers)>; };
 template <class P>
+concept predicate_remembers_frees_is_bool =
+    !requires { P::remembers_frees; } || requires { typename std::bool_constant<bool(P::remembers_frees)>; };
+template <class P>
 concept predicate_lookup_only_is_bool =
     !requires { P::lookup_only; } || requires { typename std::bool_constant<bool(P::lookup_only)>; };
 template <class P>
@@ -131,7 +137,8 @@ template <class P>
 concept allocation_predicate =
     requirements::predicate_declares_exact<P> && requirements::predicate_declares_can_leave_target<P> &&
     requirements::predicate_exact_and_can_leave_target_exclusive<P> && requirements::predicate_has_search<P> &&
-    requirements::predicate_remembers_is_bool<P> && requirements::predicate_lookup_only_is_bool<P> &&
+    requirements::predicate_remembers_is_bool<P> && requirements::predicate_remembers_frees_is_bool<P> &&
+    requirements::predicate_lookup_only_is_bool<P> &&
     requirements::predicate_guided_walks_is_bool<P> && requirements::predicate_wants_sorted_is_bool<P> &&
     requirements::predicate_accepts_returns_bool<P> && requirements::predicate_start_is_a_start_at_enumerator<P> &&
     requirements::predicate_stop_is_a_stop_when_enumerator<P> &&
@@ -153,6 +160,13 @@ inline constexpr bool predicate_remembers = false;
 template <class P>
     requires requires { P::remembers; }
 inline constexpr bool predicate_remembers<P> = bool(P::remembers);
+
+// Only a remembering predicate can count frees as uses.
+template <class P>
+inline constexpr bool predicate_remembers_frees = false;
+template <class P>
+    requires requires { P::remembers_frees; }
+inline constexpr bool predicate_remembers_frees<P> = predicate_remembers<P> && bool(P::remembers_frees);
 
 template <class P>
 inline constexpr bool predicate_lookup_only = false;
@@ -207,6 +221,12 @@ struct predicate_of {
     // Starting from, or falling back to, the last used class means caching it.
     static constexpr bool remembers = Start == start_at::last_used || Fallback == fallback_to::last_then_first ||
                                       Fallback == fallback_to::last_only_then_first;
+    // The paper's "last used K-class" (match last first) is the class an
+    // allocation or a free touched last: in steady churn the hint's class
+    // rarely holds the size, and the chunk freed a moment ago, still in
+    // cache, is then the one taken instead of the lowest-address one.
+    // Defero's `next` caches the class an allocation was served from.
+    static constexpr bool remembers_frees = Fallback == fallback_to::last_then_first;
     static constexpr bool lookup_only = Start == start_at::lookup && Fallback == fallback_to::none;
     static constexpr bool guided_walks = Fallback != fallback_to::none;
     static constexpr bool wants_sorted = Stop == stop_when::min_fit;
