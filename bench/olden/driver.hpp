@@ -46,9 +46,7 @@ int drive_kingsley_coalescing(const options&);
 std::vector<std::string> program_names();
 
 // The same measure as the replay worker's (tools/common/process_memory.hpp).
-using allotheque::tools::proc_status_bytes;
-using allotheque::tools::prefault_file_mappings;
-using allotheque::tools::reset_peak_rss;
+using allotheque::tools::memory_probe;
 
 inline std::size_t default_age_objects(scale s) { return s == scale::quick ? 200'000 : 2'000'000; }
 
@@ -87,9 +85,8 @@ int drive(P& policy, const options& o, const char* allocator_label) {
     std::size_t heap_os_before = 0;
     if constexpr (P::is_heap) heap_os_before = policy.inner.stats().os_bytes;
 
-    prefault_file_mappings();
-    const bool hwm_reset = reset_peak_rss();
-    const std::size_t rss_before = proc_status_bytes("VmRSS");
+    memory_probe mem;
+    mem.start();
 
     std::vector<double> secs;
     std::uint64_t checksum = 0;
@@ -110,7 +107,7 @@ int drive(P& policy, const options& o, const char* allocator_label) {
         }
         checksum = c;
     }
-    const std::size_t hwm_after = proc_status_bytes("VmHWM");
+    const std::size_t peak_delta = mem.peak_delta();
     const std::size_t peak_requested = policy.peak_bytes - aged_live_bytes;
 
     std::vector<double> sorted = secs;
@@ -148,9 +145,9 @@ int drive(P& policy, const options& o, const char* allocator_label) {
     std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(checksum));
     field("checksum", buf, true);
     field("peak_requested_bytes", num(peak_requested), false);
-    field("rss_before_bytes", num(rss_before), false);
-    field("peak_rss_delta_bytes", num(hwm_after > rss_before ? hwm_after - rss_before : 0), false);
-    field("hwm_reset", hwm_reset ? "true" : "false", false);
+    field("rss_before_bytes", num(mem.rss_before), false);
+    field("peak_rss_delta_bytes", num(peak_delta), false);
+    field("hwm_reset", mem.hwm_reset ? "true" : "false", false);
     if constexpr (P::is_heap) {
         const auto st = policy.inner.stats();
         field("heap_peak_os_bytes", num(st.peak_os_bytes), false);

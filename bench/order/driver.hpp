@@ -65,19 +65,7 @@ struct heap_mem {
     void deallocate(void* p, std::size_t n) noexcept { h.deallocate(p, allotheque::request{n}); }
 };
 
-struct memory_probe {
-    bool hwm_reset = false;
-    std::size_t rss_before = 0;
-    void start() {
-        allotheque::tools::prefault_file_mappings();
-        hwm_reset = allotheque::tools::reset_peak_rss();
-        rss_before = allotheque::tools::proc_status_bytes("VmRSS");
-    }
-    std::size_t peak_delta() const {
-        const std::size_t hwm = allotheque::tools::proc_status_bytes("VmHWM");
-        return hwm > rss_before ? hwm - rss_before : 0;
-    }
-};
+using allotheque::tools::memory_probe;
 
 // Prints the JSON line; `extra` is appended verbatim (", \"k\": v" pieces).
 inline void print_result(const options& o, const std::string& allocator, const result& r, const memory_probe& m,

@@ -32,6 +32,32 @@ inline std::size_t proc_status_bytes(const char* key) {
     return 0;
 }
 
+// Calls f(line) on each line of /proc/self/maps (without its newline) until f
+// returns false; false when the file cannot be read. Through a stack buffer:
+// reading it never calls the allocator being measured.
+template <class F>
+bool for_each_mapping(F&& f) {
+    const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[16384];
+    std::size_t have = 0;
+    bool more = true;
+    for (ssize_t r; more && (r = ::read(fd, buf + have, sizeof buf - 1 - have)) > 0;) {
+        have += std::size_t(r);
+        buf[have] = '\0';
+        char* line = buf;
+        for (char* nl; more && (nl = std::strchr(line, '\n')) != nullptr; line = nl + 1) {
+            *nl = '\0';
+            more = f(static_cast<const char*>(line));
+        }
+        have = static_cast<std::size_t>(buf + have - line);
+        std::memmove(buf, line, have);
+        if (have == sizeof buf - 1) have = 0;   // a line longer than the buffer: dropped
+    }
+    ::close(fd);
+    return true;
+}
+
 // Reads one byte of every page of every readable file-backed mapping (the
 // executable's and the libraries' code and constants), so that those pages
 // are resident before a measurement starts. Otherwise the library code a
@@ -46,41 +72,25 @@ __attribute__((no_sanitize("address", "thread"))) inline void touch_page(unsigne
     (void)*reinterpret_cast<const volatile char*>(a);
 }
 inline std::size_t prefault_file_mappings() {
-    const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    const long page = ::sysconf(_SC_PAGESIZE);
+    const auto page = static_cast<unsigned long>(::sysconf(_SC_PAGESIZE));
     std::size_t touched = 0;
-    char buf[16384];
-    std::size_t have = 0;
-    for (;;) {
-        const ssize_t r = ::read(fd, buf + have, sizeof buf - 1 - have);
-        if (r <= 0) break;
-        have += std::size_t(r);
-        buf[have] = '\0';
-        char* line = buf;
-        for (char* nl; (nl = std::strchr(line, '\n')) != nullptr; line = nl + 1) {
-            *nl = '\0';
-            // "lo-hi perms offset dev inode   path"
-            unsigned long lo = 0, hi = 0, off = 0;
-            char perms[8] = {};
-            int path_at = 0;
-            if (std::sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &off, &path_at) < 4) continue;
-            const char* path = line + path_at;
-            if (perms[0] != 'r' || path[0] != '/') continue;
-            struct stat st {};
-            if (::stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-            const unsigned long file_end = static_cast<unsigned long>(st.st_size);
-            for (unsigned long a = lo; a < hi && off + (a - lo) + static_cast<unsigned long>(page) <= file_end;
-                 a += static_cast<unsigned long>(page)) {
-                touch_page(a);
-                touched += static_cast<std::size_t>(page);
-            }
+    for_each_mapping([&](const char* line) {
+        // "lo-hi perms offset dev inode   path"
+        unsigned long lo = 0, hi = 0, off = 0;
+        char perms[8] = {};
+        int path_at = 0;
+        if (std::sscanf(line, "%lx-%lx %7s %lx %*s %*s %n", &lo, &hi, perms, &off, &path_at) < 4) return true;
+        const char* path = line + path_at;
+        if (perms[0] != 'r' || path[0] != '/') return true;
+        struct stat st {};
+        if (::stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return true;
+        const auto file_end = static_cast<unsigned long>(st.st_size);
+        for (unsigned long a = lo; a < hi && off + (a - lo) + page <= file_end; a += page) {
+            touch_page(a);
+            touched += page;
         }
-        have = static_cast<std::size_t>(buf + have - line);
-        std::memmove(buf, line, have);
-        if (have == sizeof buf - 1) have = 0;   // a line longer than the buffer: drop it
-    }
-    ::close(fd);
+        return true;
+    });
     return touched;
 }
 
@@ -93,6 +103,23 @@ inline bool reset_peak_rss() {
     return ::close(fd) == 0 && ok;
 }
 
+// The memory measure of the benchmark drivers and the replay worker, in one
+// order everywhere: file-backed pages made resident, the peak reset, the
+// resident set read; afterwards, the peak's growth over it.
+struct memory_probe {
+    bool hwm_reset = false;
+    std::size_t rss_before = 0;
+    void start() {
+        prefault_file_mappings();
+        hwm_reset = reset_peak_rss();
+        rss_before = proc_status_bytes("VmRSS");
+    }
+    std::size_t peak_delta() const {
+        const std::size_t hwm = proc_status_bytes("VmHWM");
+        return hwm > rss_before ? hwm - rss_before : 0;
+    }
+};
+
 // The machine's physical memory in bytes (0 if unknown).
 inline std::size_t physical_memory_bytes() {
     const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
@@ -101,35 +128,23 @@ inline std::size_t physical_memory_bytes() {
 
 // "jemalloc", "mimalloc", "tcmalloc" or "allotheque" (liballotheque_malloc*.so)
 // when that library is mapped into this process (LD_PRELOAD), otherwise
-// "glibc". Scans /proc/self/maps in chunks.
+// "glibc", from /proc/self/maps.
 inline const char* malloc_library() {
-    const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return "unknown";
     // The file name each library's path contains, and the name reported.
     static constexpr const char* libraries[][2] = {{"libjemalloc", "jemalloc"},
                                                    {"libmimalloc", "mimalloc"},
                                                    {"libtcmalloc", "tcmalloc"},
                                                    {"liballotheque_malloc", "allotheque"}};
-    constexpr std::size_t tail = 24;   // > the longest needle
-    char buf[16384];
-    std::size_t keep = 0;
     const char* found = "glibc";
-    for (ssize_t r; (r = ::read(fd, buf + keep, sizeof buf - 1 - keep)) > 0;) {
-        const std::size_t n = keep + std::size_t(r);
-        buf[n] = '\0';
-        for (const auto& lib : libraries) {
-            if (std::strstr(buf, lib[0])) {
+    const bool read = for_each_mapping([&](const char* line) {
+        for (const auto& lib : libraries)
+            if (std::strstr(line, lib[0])) {
                 found = lib[1];
-                break;
+                return false;
             }
-        }
-        if (std::strcmp(found, "glibc") != 0) break;
-        // Keep a tail, so a name split across two reads is still seen.
-        keep = n < tail ? n : tail;
-        std::memmove(buf, buf + n - keep, keep);
-    }
-    ::close(fd);
-    return found;
+        return true;
+    });
+    return read ? found : "unknown";
 }
 
 } // namespace allotheque::tools

@@ -68,8 +68,7 @@ const char* const me = "allotheque-replay-worker";
 // Memory measurement, shared with bench/olden/driver.hpp: plain syscalls, so
 // the measurement itself never calls the allocator under test.
 using allotheque::tools::malloc_library;
-using allotheque::tools::proc_status_bytes;
-using allotheque::tools::reset_peak_rss;
+using allotheque::tools::memory_probe;
 
 // Anonymous, populated memory outside every allocator.
 void* map_populated(std::size_t bytes) {
@@ -225,8 +224,8 @@ inline void touch(void* p, std::uint64_t n, std::uint32_t tag) noexcept {
 
 struct result {
     double seconds = 0;
-    std::size_t rss_before = 0, hwm_after = 0;
-    bool hwm_reset = false;
+    memory_probe mem;
+    std::size_t peak_delta = 0;
     std::uint64_t sink = 0;
     std::uint64_t heap_peak_os = 0, heap_os_before = 0, heap_metadata = 0;
     std::uint64_t capped = 0;
@@ -239,9 +238,7 @@ result replay(B& b, const loaded_plan& plan, slot_entry* slots, const char* name
     const std::uint64_t n = plan.header.ops;
     if constexpr (B::is_heap) r.heap_os_before = b.heap.stats().os_bytes;
 
-    allotheque::tools::prefault_file_mappings();
-    r.hwm_reset = reset_peak_rss();
-    r.rss_before = proc_status_bytes("VmRSS");
+    r.mem.start();
     std::uint64_t sink = 0;
     const auto t0 = std::chrono::steady_clock::now();
     for (std::uint64_t i = 0; i < n; ++i) {
@@ -282,7 +279,7 @@ result replay(B& b, const loaded_plan& plan, slot_entry* slots, const char* name
         }
     }
     const auto t1 = std::chrono::steady_clock::now();
-    r.hwm_after = proc_status_bytes("VmHWM");
+    r.peak_delta = r.mem.peak_delta();
     r.seconds = std::chrono::duration<double>(t1 - t0).count();
     r.sink = sink;
     r.capped = b.capped;
@@ -299,7 +296,7 @@ void print(const result& r, const loaded_plan& plan, const std::string& name, co
     // Fragmentation is measured against what the replay writes: an object's
     // untouched tail is not resident under any allocator.
     const std::uint64_t data = plan.header.peak_touched_bytes;
-    const std::uint64_t delta = r.hwm_after > r.rss_before ? r.hwm_after - r.rss_before : 0;
+    const std::uint64_t delta = r.peak_delta;
     std::string line = "{\"allocator\": \"" + name + "\"";
     char buf[512];
     if (!library.empty()) line += ", \"malloc_library\": \"" + library + "\"";
@@ -309,7 +306,7 @@ void print(const result& r, const loaded_plan& plan, const std::string& name, co
                   ", \"peak_touched_bytes\": %llu, \"touch_limit\": %.0f",
                   (unsigned long long)plan.header.ops, (unsigned long long)plan.header.objects,
                   (unsigned long long)plan.header.slots, r.seconds, (unsigned long long)req,
-                  (unsigned long long)r.rss_before, (unsigned long long)delta, (unsigned long long)data,
+                  (unsigned long long)r.mem.rss_before, (unsigned long long)delta, (unsigned long long)data,
                   touch_limit == rp::touch_all ? -1.0 : double(touch_limit));
     line += buf;
     if (data) {
@@ -319,7 +316,7 @@ void print(const result& r, const loaded_plan& plan, const std::string& name, co
         line += ", \"fragmentation\": null";
     }
     std::snprintf(buf, sizeof buf, ", \"hwm_reset\": %s, \"alignment_capped\": %llu, \"checksum\": %llu",
-                  r.hwm_reset ? "true" : "false", (unsigned long long)r.capped, (unsigned long long)r.sink);
+                  r.mem.hwm_reset ? "true" : "false", (unsigned long long)r.capped, (unsigned long long)r.sink);
     line += buf;
     if (!library.empty() || name == "pmr") {
         // not a heap: nothing more
