@@ -518,20 +518,20 @@ private:
         P::drain(root_, [&](std::byte* p) noexcept {
             span* sp = last && last->contains(p) ? last : map.find(p);
             last = sp;
-            if (sp->sweep_count++ == 0) {
-                sp->sweep_next = touched;
+            if (sp->sweep.count++ == 0) {
+                sp->sweep.next = touched;
                 touched = sp;
             }
-            *reinterpret_cast<std::byte**>(p) = sp->sweep_chunks;
-            sp->sweep_chunks = p;
+            *reinterpret_cast<std::byte**>(p) = sp->sweep.chunks;
+            sp->sweep.chunks = p;
         });
         if constexpr (locality_aware) last_ = nullptr;
         std::size_t released_bytes = 0;
         for (span* sp = touched; sp;) {
-            span* next = sp->sweep_next;
+            span* next = sp->sweep.next;
             const std::size_t s = sp->chunk;
-            std::byte* c = sp->sweep_chunks;
-            if (sp->sweep_count == sp->bytes / s) {
+            std::byte* c = sp->sweep.chunks;
+            if (sp->sweep.count == sp->bytes / s) {
                 released_bytes += sp->bytes;
                 release_small(sp);
             } else {
@@ -546,9 +546,7 @@ private:
                         k = 0;
                     }
                 }
-                sp->sweep_chunks = nullptr;
-                sp->sweep_count = 0;
-                sp->sweep_next = nullptr;
+                sp->sweep = {};
             }
             sp = next;
         }
@@ -556,9 +554,7 @@ private:
         return released_bytes;
     }
     void release_small(span* sp) noexcept {
-        sp->sweep_chunks = nullptr;
-        sp->sweep_count = 0;
-        sp->sweep_next = nullptr;
+        sp->sweep = {};
         spans_.close(sp);
     }
     // Every small span back to the pool (nothing in them is live).
@@ -566,12 +562,12 @@ private:
         span* all = nullptr;
         spans_.for_each([&](span& sp) {
             if (sp.state == state::small) {
-                sp.sweep_next = all;
+                sp.sweep.next = all;
                 all = &sp;
             }
         });
         while (all) {
-            span* next = all->sweep_next;
+            span* next = all->sweep.next;
             release_small(all);
             all = next;
         }

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <functional>
 #include <iterator>
+#include <memory>
 
 #include <boost/intrusive/list.hpp>
 #include <boost/intrusive/set.hpp>
@@ -164,6 +165,9 @@ public:
 
 private:
     void link(span* s) noexcept {
+        // The tree links share their bytes with the fields of a span in use.
+        std::construct_at(&s->by_address);
+        std::construct_at(&s->by_size);
         by_address_.insert(*s);
         by_size_.insert(*s);
         if (s->dirty) by_age_.push_back(*s);

@@ -18,6 +18,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include <boost/intrusive/list_hook.hpp>
 #include <boost/intrusive/set_hook.hpp>
@@ -42,19 +43,43 @@ struct span {
 
     std::size_t bytes = 0;
     span* region = nullptr;    // the source allocation this span is part of (nullptr for a region)
-    std::size_t dirty = 0;     // free: bytes that may hold data or be resident (0: reads as zero)
-    std::size_t request = 0;   // large: the size asked for (usable size is `bytes`)
+    std::size_t dirty = 0;     // bytes that may hold data or be resident (0: reads as zero)
     std::uint64_t freed_at = 0;   // free: when (ms, monotonic) its newest part came back
-
-    set_hook by_address;
-    set_hook by_size;
     list_hook by_age;   // free + dirty: purge order; in use: the holder's list of spans
 
-    // Scratch for a heap's reclaim sweep (see heap.hpp): chunks of this span
-    // found free, and the next span the sweep touched.
-    std::byte* sweep_chunks = nullptr;
-    span* sweep_next = nullptr;
-    std::uint32_t sweep_count = 0;
+    // A span is in a free set or in use, never both, so what only a free span
+    // needs (its two tree links) shares bytes with what only a span in use
+    // needs: a record per 4 KiB span is then 128 bytes instead of 160, and the
+    // records are most of the metadata a heap of small chunks has.
+    // range_set constructs the links when a span joins it; span_pool::take
+    // clears the in-use fields when a span leaves it.
+    struct sweep_scratch {   // a heap's reclaim sweep (heap.hpp), small spans
+        std::byte* chunks;   // chunks of this span found free
+        span* next;          // the next span the sweep touched
+        std::uint32_t count;
+    };
+    union {
+        set_hook by_address;      // free
+        std::size_t request;     // large: the size asked for (usable size is `bytes`)
+    };
+    union {
+        set_hook by_size;         // free
+        sweep_scratch sweep;     // small: all zero outside a sweep
+    };
+
+    span() noexcept {
+        std::construct_at(&by_address);
+        std::construct_at(&by_size);
+    }
+    ~span() {}
+    span(const span&) = delete;
+    span& operator=(const span&) = delete;
+
+    // Leaving a free set: the in-use fields start out clear.
+    void clear_in_use() noexcept {
+        request = 0;
+        sweep = {};
+    }
 
     // chunk_inverse = ceil(2^64 / chunk), so that offset / chunk is one
     // widening multiply (exact while offset * chunk < 2^64: any span).
@@ -76,5 +101,9 @@ struct span {
         return b >= base && b < end();
     }
 };
+
+// Four pointers' worth of record per 32 pointers' worth of page would show in
+// every heap's memory figures: keep the record at two cache lines.
+static_assert(sizeof(void*) != 8 || sizeof(span) == 128, "span: the record grew past 128 bytes");
 
 } // namespace allotheque::backend

@@ -84,6 +84,7 @@ public:
             free_.shrink_front(f, bytes);
         }
         s->state = span_state::small;   // anything but free: the caller refines it
+        s->clear_in_use();
         in_use_ += bytes;
         return s;
     }
@@ -96,7 +97,6 @@ public:
         in_use_ -= s->bytes;
         s->owner = nullptr;
         s->chunk = 0;
-        s->request = 0;
         s->dirty = s->bytes;
         span* f = free_.insert(s, [this](span* r) noexcept { records_.recycle(r); });
         retain(f);
