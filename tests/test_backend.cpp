@@ -166,6 +166,38 @@ TEST_CASE("range_set: ranges of different regions never merge", "[backend]") {
     CHECK(set.best_fit(8 * page) == nullptr);
 }
 
+TEST_CASE("record_pool: records are distinct, recycled first, and touch slab pages only as used", "[backend]") {
+    using pool_t = be::record_pool<be::span>;
+    al::mmap_source src;
+    pool_t pool;
+    be::span* first = pool.make(src);
+    REQUIRE(first != nullptr);
+    CHECK(pool.bytes() == pool_t::slab_bytes);
+    // The slab is fresh anonymous memory: only the page holding the first
+    // record has been written.
+    auto* first_page = reinterpret_cast<std::byte*>(addr(first) & ~(page - 1));
+    const std::size_t later_pages = pool_t::slab_bytes / page - 1;
+    std::vector<unsigned char> resident(later_pages);
+    REQUIRE(::mincore(first_page + page, later_pages * page, resident.data()) == 0);
+    for (unsigned char r : resident) CHECK((r & 1) == 0);
+
+    std::vector<be::span*> all{first};
+    while (pool.bytes() == pool_t::slab_bytes) all.push_back(pool.make(src));
+    CHECK(all.size() > pool_t::slab_bytes / sizeof(be::span) - 2);   // a slab holds what fits, less its header
+    std::vector<std::uintptr_t> at;
+    for (be::span* s : all) at.push_back(addr(s));
+    std::sort(at.begin(), at.end());
+    for (std::size_t i = 1; i < at.size(); ++i) CHECK(at[i] - at[i - 1] >= sizeof(be::span));
+    CHECK(pool.live() == all.size());
+
+    be::span* back = all[all.size() / 2];
+    pool.recycle(back);
+    CHECK(pool.make(src) == back);   // a recycled record before a fresh cell
+    pool.release_all(src);
+    CHECK(pool.bytes() == 0u);
+    CHECK(pool.live() == 0u);
+}
+
 TEST_CASE("page_map: set, find, clear; a failed set leaves no entry", "[backend]") {
     auto& map = be::page_map::instance();
     void* m = ::mmap(nullptr, 64 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -450,6 +482,49 @@ TEST_CASE("heap: trim keeps every live block and gives the rest back", "[backend
     }
     // Freed chunks are still served after the sweep put the survivors back.
     for (int i = 0; i < 1000; ++i) h.deallocate(h.allocate(al::request{40}), al::request{40});
+}
+
+// A span record's free-set links share bytes with its in-use fields (the
+// large block's request, the sweep's scratch): records go round every state
+// here, through merges, splits, sweeps and trims, against a model of the
+// live blocks.
+TEST_CASE("heap: span records reused across every state", "[backend][reclaim]") {
+    al::quickfit_heap<al::mmap_source, prompt<al::reclaim_policy::threshold>> h;
+    std::mt19937_64 rng(11);
+    constexpr std::size_t sizes[] = {24, 48, 200, 3000, 40 * 1024, 200 * 1024, 1 << 20};
+    struct block {
+        unsigned char* p;
+        std::size_t n;
+        unsigned char fill;
+    };
+    std::vector<block> live;
+    auto check_and_free = [&](std::size_t i) {
+        const block b = live[i];
+        REQUIRE(h.usable_size(b.p) >= b.n);
+        for (std::size_t k = 0; k < b.n; k += 509) REQUIRE(b.p[k] == b.fill);
+        REQUIRE(b.p[b.n - 1] == b.fill);
+        h.deallocate(b.p, al::request{b.n});
+        live[i] = live.back();
+        live.pop_back();
+    };
+    for (int step = 0; step < 30000; ++step) {
+        const bool grow = live.size() < 64 || (rng() % 100 < (step / 5000 % 2 ? 30u : 65u));
+        if (grow) {
+            const std::size_t n = sizes[rng() % std::size(sizes)] - rng() % 8;
+            auto* p = static_cast<unsigned char*>(h.allocate(al::request{n}));
+            REQUIRE(p != nullptr);
+            const auto fill = static_cast<unsigned char>(rng());
+            std::memset(p, fill, n);
+            live.push_back({p, n, fill});
+        } else {
+            check_and_free(rng() % live.size());
+        }
+        if (step % 3989 == 0) h.trim();   // sweeps the small spans, gives free ranges back
+    }
+    while (!live.empty()) check_and_free(live.size() - 1);
+    h.trim();
+    CHECK(h.stats().small_span_bytes == 0u);
+    CHECK(h.stats().live_bytes == 0u);
 }
 
 TEST_CASE("heap: memory freed as one size serves another when the source refuses", "[backend][reclaim]") {

@@ -36,9 +36,13 @@ public:
     // A value-initialised record, or nullptr when the source refuses a slab.
     template <source S>
     T* make(S& src) noexcept {
-        if (!free_ && !grow(src)) return nullptr;
         cell* c = free_;
-        free_ = c->next;
+        if (c) {
+            free_ = c->next;
+        } else {
+            if (fresh_ == fresh_end_ && !grow(src)) return nullptr;
+            c = fresh_++;
+        }
         ++live_;
         return ::new (static_cast<void*>(c->raw)) T();
     }
@@ -57,7 +61,7 @@ public:
             slabs_ = s->next;
             src.deallocate(s, SlabBytes);
         }
-        free_ = nullptr;
+        free_ = fresh_ = fresh_end_ = nullptr;
         live_ = 0;
         slab_count_ = 0;
     }
@@ -72,15 +76,17 @@ private:
         auto* s = ::new (m) slab_header{slabs_};
         slabs_ = s;
         ++slab_count_;
-        auto* cells = reinterpret_cast<cell*>(static_cast<std::byte*>(m) + first_cell);
-        for (std::size_t i = cells_per_slab; i-- > 0;) {
-            cells[i].next = free_;
-            free_ = &cells[i];
-        }
+        // Cells are handed out from the front of the newest slab before any
+        // free list is threaded through them: a slab's pages become resident
+        // only as records are used (a small heap touches one page, not four).
+        fresh_ = reinterpret_cast<cell*>(static_cast<std::byte*>(m) + first_cell);
+        fresh_end_ = fresh_ + cells_per_slab;
         return true;
     }
 
-    cell* free_ = nullptr;
+    cell* free_ = nullptr;   // recycled records
+    cell* fresh_ = nullptr;  // the newest slab's cells never handed out
+    cell* fresh_end_ = nullptr;
     slab_header* slabs_ = nullptr;
     std::size_t live_ = 0, slab_count_ = 0;
 };
