@@ -533,7 +533,7 @@ private:
             std::byte* c = sp->sweep.chunks;
             if (sp->sweep.count == sp->bytes / s) {
                 released_bytes += sp->bytes;
-                release_small(sp);
+                spans_.close(sp);
             } else {
                 std::byte* batch[64];
                 std::size_t k = 0;
@@ -553,10 +553,6 @@ private:
         if (released_bytes) ++reclaims_;
         return released_bytes;
     }
-    void release_small(span* sp) noexcept {
-        sp->sweep = {};
-        spans_.close(sp);
-    }
     // Every small span back to the pool (nothing in them is live).
     void release_small_spans() noexcept {
         span* all = nullptr;
@@ -568,7 +564,7 @@ private:
         });
         while (all) {
             span* next = all->sweep.next;
-            release_small(all);
+            spans_.close(all);
             all = next;
         }
         last_ = nullptr;

@@ -51,8 +51,9 @@ struct span {
     // needs (its two tree links) shares bytes with what only a span in use
     // needs: a record per 4 KiB span is then 128 bytes instead of 160, and the
     // records are most of the metadata a heap of small chunks has.
-    // range_set constructs the links when a span joins it; span_pool::take
-    // clears the in-use fields when a span leaves it.
+    // range_set constructs the links when a span joins it;
+    // span_registry::open clears the in-use fields, whichever pool stage
+    // handed the span out.
     struct sweep_scratch {   // a heap's reclaim sweep (heap.hpp), small spans
         std::byte* chunks;   // chunks of this span found free
         span* next;          // the next span the sweep touched

@@ -84,7 +84,6 @@ public:
             free_.shrink_front(f, bytes);
         }
         s->state = span_state::small;   // anything but free: the caller refines it
-        s->clear_in_use();
         in_use_ += bytes;
         return s;
     }

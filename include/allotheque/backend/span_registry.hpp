@@ -52,6 +52,7 @@ public:
         if (!sp) return nullptr;
         sp->state = st;
         sp->owner = owner;
+        sp->clear_in_use();   // here, not in the pool: any pool stage may hand out a span
         if (!page_map::instance().set(sp->base, pages(bytes), sp)) {
             pool_.give(sp);
             return nullptr;
