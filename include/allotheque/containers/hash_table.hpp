@@ -10,6 +10,14 @@
 // the address-major partition, so "the lowest class holding a chunk of size s"
 // skips every class without one. Lookups and hits never read it; frees write
 // one bit.
+//
+// With such a predicate over addresses (match_last_first), whose classes hand
+// back the chunk freed last, the table keeps the last free aside instead of
+// linking it in: the next request of that size takes it whenever the search
+// would have (the target's class is its class, or has none of it and the
+// free's class is the last used), and any other operation links it in first.
+// Placement is the same; steady churn, a free then an allocation of its
+// size, no longer creates and empties a class each time.
 #pragma once
 #include <bit>
 #include <cstddef>
@@ -49,10 +57,18 @@ struct hash_table {
     // makes a failed attempt proof that the class lacks the size.
     static constexpr bool directed = predicate_guided_walks<Pred> && !size_attribute<Attr> && Nested::size_exact;
     using directory_type = size_directory<std::bit_width(index_type::classes - 1)>;
+    static constexpr bool holds_last_free =
+        address_attribute<Attr> && predicate_takes_last_free<Pred> && partition_returns_last_free<Nested>;
+    struct held_chunk {
+        std::byte* p = nullptr;   // nullptr: nothing held
+        std::size_t n = 0;
+        std::size_t i = 0;   // its class
+    };
     struct header_type {
         index_type classes;
         std::size_t last = npos;
         [[no_unique_address]] detail::slot<directed, directory_type> sizes{};
+        [[no_unique_address]] detail::slot<holds_last_free, held_chunk> held{};
     };
 
     static constexpr std::size_t min_chunk = Nested::min_chunk;
@@ -66,6 +82,8 @@ struct hash_table {
     static void init(header_type& h) { ::new (static_cast<void*>(&h)) header_type(); }
     static void destroy(header_type& h) noexcept { h.~header_type(); }
     static bool empty(const header_type& h) noexcept {
+        if constexpr (holds_last_free)
+            if (h.held.p) return false;
         for (std::size_t i = h.classes.first(); i != npos; i = h.classes.next(i))
             if (!Nested::empty(*const_cast<header_type&>(h).classes.find(i))) return false;
         return true;
@@ -122,6 +140,14 @@ struct hash_table {
 
     template <request_like R>
     static std::byte* allocate(header_type& h, const R& r) noexcept {
+        if constexpr (holds_last_free)
+            if (h.held.p) return allocate_holding(h, r);
+        return search_classes(h, r);
+    }
+
+private:
+    template <request_like R>
+    [[gnu::always_inline]] static std::byte* search_classes(header_type& h, const R& r) noexcept {
         auto c = [&] {
             if constexpr (directed) return directed_cursor{{h}, r.size};
             else return cursor{h};
@@ -129,13 +155,40 @@ struct hash_table {
         return search<Pred>(c, request_class(r),
                             [&](std::size_t i) noexcept -> std::byte* { return take_from(h, i, r); });
     }
+    // Out of line, so that the search above stays inlined where allocate is
+    // (a LIFO run of allocations holds nothing after its first).
+    template <request_like R>
+    [[gnu::noinline]] static std::byte* allocate_holding(header_type& h, const R& r) noexcept {
+        std::byte* const p = h.held.p;
+        const std::size_t i = h.held.i;
+        if (h.held.n == r.size) {
+            // The search's own order: the target's class (where the held chunk
+            // would be on top if t == i), then the class used last.
+            const std::size_t t = request_class(r);
+            if (t != i && h.classes.contains(t))
+                if (std::byte* q = take_from(h, t, r)) return q;
+            if (t == i || h.last == i) {
+                h.held.p = nullptr;
+                h.last = i;
+                return p;
+            }
+        }
+        link_held(h);
+        return search_classes(h, r);
+    }
 
+public:
     // Takes chunk [p, p+n) out wherever it is (what a simultaneous partition
     // needs when another partition claims the chunk). Needs a nested partition
     // that can remove an element.
     static void remove(header_type& h, std::byte* p, std::size_t n) noexcept
         requires requires(typename Nested::header_type& nh) { Nested::remove(nh, p, n); }
     {
+        if constexpr (holds_last_free)
+            if (h.held.p == p) {
+                h.held.p = nullptr;
+                return;
+            }
         const std::size_t i = class_of(Attr::of_chunk(p, n));
         auto& nested = *h.classes.find(i);
         Nested::remove(nested, p, n);
@@ -173,6 +226,8 @@ struct hash_table {
 
     // One class lookup per run of consecutive chunks that share a class.
     static void deallocate_run(header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
+        if constexpr (holds_last_free)
+            if (h.held.p) link_held(h);
         while (count > 0) {
             const std::size_t k =
                 same_class_run(ps, count, [n](std::byte* p) { return class_of(Attr::of_chunk(p, n)); });
@@ -188,6 +243,8 @@ struct hash_table {
     // Every chunk of every class to f; the table keeps its mapped metadata.
     template <class F>
     static void drain(header_type& h, F&& f) noexcept {
+        if constexpr (holds_last_free)
+            if (h.held.p) link_held(h);
         for (std::size_t i = h.classes.first(); i != npos;) {
             const std::size_t next = h.classes.next(i);
             Nested::drain(*h.classes.find(i), f);
@@ -198,6 +255,7 @@ struct hash_table {
     }
     // Forgets every chunk without looking at one (their memory is going back whole).
     static void clear(header_type& h) noexcept {
+        if constexpr (holds_last_free) h.held.p = nullptr;
         for (std::size_t i = h.classes.first(); i != npos;) {
             const std::size_t next = h.classes.next(i);
             Nested::clear(*h.classes.find(i));
@@ -209,9 +267,31 @@ struct hash_table {
 
 private:
     [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept {
+        if constexpr (holds_last_free) {
+            if (h.held.p) [[unlikely]] link_held(h);
+            // Held only where linking would create the class (which the next
+            // allocation, in churn, empties again); into a class that exists,
+            // the free links at once.
+            if (auto* nested = h.classes.find(i)) [[likely]] {
+                if constexpr (directed) h.sizes.note(n, i);
+                Nested::deallocate(*nested, p, n);
+            } else {
+                h.held = {p, n, i};
+            }
+        } else {
+            link(h, p, n, i);
+        }
+        if constexpr (predicate_remembers_frees<Pred>) h.last = i;
+    }
+    [[gnu::always_inline]] static void link(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept {
         if constexpr (directed) h.sizes.note(n, i);
         Nested::deallocate(h.classes.obtain(i), p, n);
-        if constexpr (predicate_remembers_frees<Pred>) h.last = i;
+    }
+    // Out of line: an allocation that cannot take the held chunk is on the
+    // search's path already.
+    [[gnu::noinline]] static void link_held(header_type& h) noexcept {
+        link(h, h.held.p, h.held.n, h.held.i);
+        h.held.p = nullptr;
     }
     template <request_like R>
     static constexpr std::size_t request_class(const R& r) noexcept {
@@ -223,7 +303,7 @@ private:
         if constexpr (directed) h.sizes.clear();
     }
     template <request_like R>
-    static std::byte* take_from(header_type& h, std::size_t i, const R& r) noexcept {
+    [[gnu::always_inline]] static std::byte* take_from(header_type& h, std::size_t i, const R& r) noexcept {
         auto& nested = *h.classes.find(i);
         std::byte* p = Nested::allocate(nested, r);
         if (!p) return nullptr;

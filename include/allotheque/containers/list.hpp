@@ -44,6 +44,7 @@ struct list<void, void, Pred, Links> {
     static constexpr bool reads_size = false;
     static constexpr bool reads_address = false;
     static constexpr bool stored_in_chunks = true;
+    static constexpr bool returns_last_free = true;
     static bool prepare(header_type&, std::byte*, std::size_t) noexcept { return true; }
     static void destroy(header_type&) noexcept {}
 
@@ -99,6 +100,11 @@ struct list<Attr, Nested, Pred, Links> {
     static constexpr bool reads_size = size_attribute<Attr> || Nested::reads_size;
     static constexpr bool reads_address = address_attribute<Attr> || Nested::reads_address;
     static constexpr bool stored_in_chunks = true;
+    // One class per size, found by equality: a free lands in its size's class
+    // (on top of its stack, or as the host of a new class, taken when the
+    // stack is empty), which is where the next request of that size goes.
+    static constexpr bool returns_last_free =
+        size_attribute<Attr> && is_exact_match<Pred> && partition_returns_last_free<Nested>;
     static bool prepare(header_type&, std::byte*, std::size_t) noexcept { return true; }
     static void destroy(header_type&) noexcept {}
 

@@ -69,6 +69,15 @@ concept partition =
     requirements::partition_has_empty<C> && requirements::partition_has_accepts<C> &&
     requirements::partition_has_round_size<C>;
 
+// A partition that stacks its chunks (optional trait `returns_last_free`): an
+// allocation of n bytes made right after a free of an n-byte chunk returns
+// that chunk. A parent can then keep the last free aside (hash_table does).
+template <class C>
+inline constexpr bool partition_returns_last_free = false;
+template <class C>
+    requires requires { C::returns_last_free; }
+inline constexpr bool partition_returns_last_free<C> = bool(C::returns_last_free);
+
 // Range deallocation (optional member of a partition):
 //   C::deallocate_run(h, ps, count, n) gives back chunks ps[0..count) of n bytes
 // each. A class container finds the class of a run of consecutive chunks that

@@ -19,6 +19,11 @@
 //     guided_walks   search's walk for the first class able to serve follows
 //                    the container's guide (guided_cursor): the container
 //                    keeps a guide only for such predicates
+//     takes_last_free  search tries the target's class, and when that cannot
+//                    serve, the class a free touched last (remembers_frees)
+//                    before any other: a container whose classes hand back
+//                    the chunk freed last may then keep that chunk out of its
+//                    classes until the next operation (see hash_table)
 //     wants_sorted   the answer does not depend on the order classes are kept
 //                    in and is found soonest when they ascend: a container that
 //                    chooses its order (an element list) then keeps it sorted
@@ -112,6 +117,9 @@ template <class P>
 concept predicate_guided_walks_is_bool =
     !requires { P::guided_walks; } || requires { typename std::bool_constant<bool(P::guided_walks)>; };
 template <class P>
+concept predicate_takes_last_free_is_bool =
+    !requires { P::takes_last_free; } || requires { typename std::bool_constant<bool(P::takes_last_free)>; };
+template <class P>
 concept predicate_wants_sorted_is_bool =
     !requires { P::wants_sorted; } || requires { typename std::bool_constant<bool(P::wants_sorted)>; };
 template <class P>
@@ -140,6 +148,7 @@ concept allocation_predicate =
     requirements::predicate_remembers_is_bool<P> && requirements::predicate_remembers_frees_is_bool<P> &&
     requirements::predicate_lookup_only_is_bool<P> &&
     requirements::predicate_guided_walks_is_bool<P> && requirements::predicate_wants_sorted_is_bool<P> &&
+    requirements::predicate_takes_last_free_is_bool<P> &&
     requirements::predicate_accepts_returns_bool<P> && requirements::predicate_start_is_a_start_at_enumerator<P> &&
     requirements::predicate_stop_is_a_stop_when_enumerator<P> &&
     requirements::predicate_fallback_is_a_fallback_to_enumerator<P>;
@@ -179,6 +188,14 @@ inline constexpr bool predicate_guided_walks = false;
 template <class P>
     requires requires { P::guided_walks; }
 inline constexpr bool predicate_guided_walks<P> = bool(P::guided_walks);
+
+// Meaningful only with remembers_frees: the class a free touched last must be
+// the one the search falls back to.
+template <class P>
+inline constexpr bool predicate_takes_last_free = false;
+template <class P>
+    requires requires { P::takes_last_free; }
+inline constexpr bool predicate_takes_last_free<P> = predicate_remembers_frees<P> && bool(P::takes_last_free);
 
 template <class P>
 inline constexpr bool predicate_wants_sorted = false;
@@ -227,6 +244,8 @@ struct predicate_of {
     // cache, is then the one taken instead of the lowest-address one.
     // Defero's `next` caches the class an allocation was served from.
     static constexpr bool remembers_frees = Fallback == fallback_to::last_then_first;
+    // Lookup, then (fall_back) the class used last before any walk.
+    static constexpr bool takes_last_free = Start == start_at::lookup && Fallback == fallback_to::last_then_first;
     static constexpr bool lookup_only = Start == start_at::lookup && Fallback == fallback_to::none;
     static constexpr bool guided_walks = Fallback != fallback_to::none;
     static constexpr bool wants_sorted = Stop == stop_when::min_fit;

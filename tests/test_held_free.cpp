@@ -1,0 +1,245 @@
+// hash_table keeps the last free aside (containers/hash_table.hpp) when its
+// predicate takes the last free (match_last_first) and its classes return the
+// chunk freed last. That must not change placement: the same operations on the
+// same layout give the same chunks as a table that links every free at once.
+// Two tables, one of each, run random allocations (with and without hints),
+// frees, range frees, drains with re-insertion and emptiness checks over two
+// buffers with the same layout, and must agree on every answer; a model of the
+// free chunks checks that neither hands out a live chunk, and every live
+// chunk's contents are checked when it is freed.
+#include "catch.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+#include <vector>
+
+#include <allotheque/allocators/medius.hpp>
+#include <allotheque/allocators/velox.hpp>
+
+namespace al = allotheque;
+
+namespace {
+
+// match_last_first, minus the permission to keep a free aside.
+struct linked_match_last_first : al::match_last_first {
+    static constexpr bool takes_last_free = false;
+};
+
+template <class Attr, class Hash>
+using held_table = al::hash_table<Attr, al::list<al::size, al::list<void>, al::match>, al::match_last_first, Hash>;
+template <class Attr, class Hash>
+using linked_table =
+    al::hash_table<Attr, al::list<al::size, al::list<void>, al::match>, linked_match_last_first, Hash>;
+
+using velox_held = held_table<al::vicinity<16>, al::sparse_identity>;
+using velox_linked = linked_table<al::vicinity<16>, al::sparse_identity>;
+using medius_held = held_table<al::skbit<12, 16>, al::dense_identity>;
+using medius_linked = linked_table<al::skbit<12, 16>, al::dense_identity>;
+
+static_assert(velox_held::holds_last_free && medius_held::holds_last_free);
+static_assert(!velox_linked::holds_last_free && !medius_linked::holds_last_free);
+// Velox and Medius are built on the holding tables.
+static_assert(al::velox_partition<>::holds_last_free && al::medius_partition<>::holds_last_free);
+// Not over sizes, nor with a predicate that does not fall back to the last free.
+static_assert(!al::hash_table<al::vicinity<16>, al::list<al::size, al::list<void>, al::match>, al::match_first,
+                              al::sparse_identity>::holds_last_free);
+
+constexpr std::size_t page = 4096;
+constexpr std::size_t region = 128 * page;
+// Aligned so that both buffers fall on the same classes' boundaries (skbit
+// reads address bits up to 28, a sparse leaf spans 2^28 bytes).
+constexpr std::size_t alignment = std::size_t{1} << 28;
+
+struct buffer {
+    void* reserved = nullptr;
+    std::size_t reserved_bytes = 2 * alignment;
+    std::byte* base = nullptr;
+    buffer() {
+        reserved = ::mmap(nullptr, reserved_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                          -1, 0);
+        REQUIRE(reserved != MAP_FAILED);
+        const auto a = reinterpret_cast<std::uintptr_t>(reserved);
+        base = reinterpret_cast<std::byte*>((a + alignment - 1) & ~(alignment - 1));
+    }
+    ~buffer() { ::munmap(reserved, reserved_bytes); }
+    buffer(const buffer&) = delete;
+    buffer& operator=(const buffer&) = delete;
+};
+
+template <class P>
+struct table {
+    buffer mem;
+    typename P::header_type h;
+    table() { P::init(h); REQUIRE(P::prepare(h, mem.base, region)); }
+    ~table() { P::destroy(h); }
+    std::byte* at(std::size_t off) { return mem.base + off; }
+    std::size_t offset(const std::byte* p) const { return static_cast<std::size_t>(p - mem.base); }
+};
+
+template <class Held, class Linked>
+void same_placement(unsigned seed, std::size_t ops) {
+    table<Held> a;
+    table<Linked> b;
+    std::mt19937_64 rng(seed);
+    // A chunk must hold a class node (a heap rounds sizes up to min_chunk).
+    static_assert(Held::min_chunk <= 32 && Linked::min_chunk <= 32);
+    const std::vector<std::size_t> sizes = {32, 48, 64, 96, 128, 256, 512};
+    std::vector<std::size_t> page_size(region / page);
+    for (auto& s : page_size) s = sizes[rng() % sizes.size()];
+
+    std::set<std::size_t> free_set;              // offsets of free chunks
+    std::map<std::size_t, std::uint64_t> live;   // offset -> stamp written into the chunk
+    auto chunk_size = [&](std::size_t off) { return page_size[off / page]; };
+
+    // Every page's chunks start free, the lowest on top (as a refill leaves them).
+    for (std::size_t pg = 0; pg < page_size.size(); ++pg) {
+        const std::size_t s = page_size[pg];
+        for (std::size_t k = page / s; k-- > 0;) {
+            const std::size_t off = pg * page + k * s;
+            Held::deallocate(a.h, a.at(off), s);
+            Linked::deallocate(b.h, b.at(off), s);
+            free_set.insert(off);
+        }
+    }
+
+    std::uint64_t stamp = 1;
+    auto write = [&](std::size_t off) {
+        const std::size_t s = chunk_size(off);
+        for (std::size_t w = 0; w < s / 8; ++w) {
+            std::memcpy(a.at(off) + 8 * w, &stamp, 8);
+            std::memcpy(b.at(off) + 8 * w, &stamp, 8);
+        }
+        live[off] = stamp++;
+    };
+    auto check_and_forget = [&](std::size_t off) {
+        const std::size_t s = chunk_size(off);
+        bool intact = true;
+        for (std::size_t w = 0; w < s / 8; ++w) {
+            std::uint64_t x = 0, y = 0;
+            std::memcpy(&x, a.at(off) + 8 * w, 8);
+            std::memcpy(&y, b.at(off) + 8 * w, 8);
+            intact = intact && x == live[off] && y == live[off];
+        }
+        REQUIRE(intact);
+        live.erase(off);
+        free_set.insert(off);
+    };
+    auto random_live = [&] {
+        auto it = live.begin();
+        std::advance(it, static_cast<long>(rng() % live.size()));
+        return it->first;
+    };
+
+    // Most chunks live, so that classes empty and fill again (where a free is
+    // held) and the class used last often lacks the size asked for.
+    const std::size_t chunks = free_set.size();
+    for (std::size_t op = 0; op < ops; ++op) {
+        const unsigned dice = static_cast<unsigned>(rng() % 100);
+        const unsigned allocations = free_set.size() * 20 > chunks ? 70 : 45;
+        if (dice < allocations || live.empty()) {
+            const std::size_t s = sizes[rng() % sizes.size()];
+            const bool hinted = rng() % 10 < 7;
+            // Hints near live blocks mostly (what "near the previous one" gives).
+            const std::size_t hint_off = !live.empty() && rng() % 2 ? random_live() : rng() % region;
+            al::request ra{s, hinted ? a.at(hint_off) : nullptr};
+            al::request rb{s, hinted ? b.at(hint_off) : nullptr};
+            std::byte* p = Held::allocate(a.h, ra);
+            std::byte* q = Linked::allocate(b.h, rb);
+            REQUIRE((p == nullptr) == (q == nullptr));
+            if (!p) continue;
+            const std::size_t off = a.offset(p);
+            REQUIRE(off == b.offset(q));
+            REQUIRE(free_set.erase(off) == 1);   // a free chunk, never a live one
+            REQUIRE(chunk_size(off) == s);
+            write(off);
+        } else if (dice < 93) {
+            const std::size_t off = random_live();
+            check_and_forget(off);
+            Held::deallocate(a.h, a.at(off), chunk_size(off));
+            Linked::deallocate(b.h, b.at(off), chunk_size(off));
+        } else if (dice < 97) {
+            // A range free: live chunks of one size, in address order.
+            const std::size_t s = chunk_size(random_live());
+            std::vector<std::byte*> ra, rb;
+            for (auto it = live.begin(); it != live.end() && ra.size() < 12;) {
+                const std::size_t off = it->first;
+                ++it;
+                if (chunk_size(off) != s || rng() % 3 != 0) continue;
+                check_and_forget(off);
+                ra.push_back(a.at(off));
+                rb.push_back(b.at(off));
+            }
+            if (ra.empty()) continue;
+            al::deallocate_run_in<Held>(a.h, ra.data(), ra.size(), s);
+            al::deallocate_run_in<Linked>(b.h, rb.data(), rb.size(), s);
+        } else if (dice < 99) {
+            // What a heap's sweep does: take every chunk out, put them back.
+            std::vector<std::size_t> da, db;
+            Held::drain(a.h, [&](std::byte* p) { da.push_back(a.offset(p)); });
+            Linked::drain(b.h, [&](std::byte* p) { db.push_back(b.offset(p)); });
+            REQUIRE(da == db);
+            std::sort(da.begin(), da.end());
+            REQUIRE(std::vector<std::size_t>(free_set.begin(), free_set.end()) == da);
+            REQUIRE(Held::empty(a.h));
+            for (std::size_t off : da) {
+                Held::deallocate(a.h, a.at(off), chunk_size(off));
+                Linked::deallocate(b.h, b.at(off), chunk_size(off));
+            }
+        } else {
+            REQUIRE(Held::empty(a.h) == free_set.empty());
+            REQUIRE(Linked::empty(b.h) == free_set.empty());
+        }
+    }
+    // Everything back, then drained: both hold exactly the free chunks.
+    while (!live.empty()) {
+        const std::size_t off = live.begin()->first;
+        check_and_forget(off);
+        Held::deallocate(a.h, a.at(off), chunk_size(off));
+        Linked::deallocate(b.h, b.at(off), chunk_size(off));
+    }
+    std::vector<std::size_t> da;
+    Held::drain(a.h, [&](std::byte* p) { da.push_back(a.offset(p)); });
+    std::sort(da.begin(), da.end());
+    REQUIRE(std::vector<std::size_t>(free_set.begin(), free_set.end()) == da);
+    Linked::clear(b.h);
+}
+
+} // namespace
+
+TEST_CASE("Velox's table places as if it linked every free", "[held_free]") {
+    for (unsigned seed = 1; seed <= 4; ++seed) same_placement<velox_held, velox_linked>(seed, 20000);
+}
+
+TEST_CASE("Medius's table places as if it linked every free", "[held_free]") {
+    for (unsigned seed = 1; seed <= 4; ++seed) same_placement<medius_held, medius_linked>(seed, 20000);
+}
+
+TEST_CASE("a free then an allocation of its size gets the chunk back", "[held_free]") {
+    // Steady churn, the case the held chunk is for: the chunk comes back, and
+    // a clear forgets it like every other free chunk.
+    table<medius_held> t;
+    const std::size_t s = 64;
+    for (std::size_t k = page / s; k-- > 0;) medius_held::deallocate(t.h, t.at(k * s), s);
+    std::vector<std::byte*> taken;
+    while (std::byte* p = medius_held::allocate(t.h, al::request{s, t.at(0)})) taken.push_back(p);
+    REQUIRE(taken.size() == page / s);
+    REQUIRE(medius_held::empty(t.h));
+    for (int round = 0; round < 100; ++round) {
+        std::byte* p = taken[static_cast<std::size_t>(round * 7) % taken.size()];
+        medius_held::deallocate(t.h, p, s);
+        REQUIRE_FALSE(medius_held::empty(t.h));
+        REQUIRE(medius_held::allocate(t.h, al::request{s, t.at(page)}) == p);
+        REQUIRE(medius_held::empty(t.h));
+    }
+    medius_held::deallocate(t.h, taken[0], s);
+    medius_held::clear(t.h);
+    REQUIRE(medius_held::empty(t.h));
+    REQUIRE(medius_held::allocate(t.h, al::request{s, nullptr}) == nullptr);
+}
