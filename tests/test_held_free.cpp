@@ -76,9 +76,16 @@ struct buffer {
 template <class P>
 struct table {
     buffer mem;
-    typename P::header_type h;
-    table() { P::init(h); REQUIRE(P::prepare(h, mem.base, region)); }
+    union {   // built by P::init and destroyed by P::destroy only, as a heap's root is
+        typename P::header_type h;
+    };
+    table() {
+        P::init(h);
+        REQUIRE(P::prepare(h, mem.base, region));
+    }
     ~table() { P::destroy(h); }
+    table(const table&) = delete;
+    table& operator=(const table&) = delete;
     std::byte* at(std::size_t off) { return mem.base + off; }
     std::size_t offset(const std::byte* p) const { return static_cast<std::size_t>(p - mem.base); }
 };
