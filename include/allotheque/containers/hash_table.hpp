@@ -12,12 +12,12 @@
 // one bit.
 //
 // With such a predicate over addresses (match_last_first), whose classes hand
-// back the chunk freed last, the table keeps the last free aside instead of
-// linking it in: the next request of that size takes it whenever the search
-// would have (the target's class is its class, or has none of it and the
-// free's class is the last used), and any other operation links it in first.
-// Placement is the same; steady churn, a free then an allocation of its
-// size, no longer creates and empties a class each time.
+// back the chunk freed last, a free into an empty class is kept aside instead
+// of creating the class: the next request of that size takes it whenever the
+// search would have (the target's class is its class, or cannot serve and
+// the free's class is the last used), and any other operation links it in
+// first. Placement is the same; steady churn, a free then an allocation of
+// its size, no longer creates and empties a class each time.
 #pragma once
 #include <bit>
 #include <cstddef>
