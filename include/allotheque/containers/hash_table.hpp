@@ -226,8 +226,7 @@ public:
 
     // One class lookup per run of consecutive chunks that share a class.
     static void deallocate_run(header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
-        if constexpr (holds_last_free)
-            if (h.held.p) link_held(h);
+        settle(h);
         while (count > 0) {
             const std::size_t k =
                 same_class_run(ps, count, [n](std::byte* p) { return class_of(Attr::of_chunk(p, n)); });
@@ -243,8 +242,7 @@ public:
     // Every chunk of every class to f; the table keeps its mapped metadata.
     template <class F>
     static void drain(header_type& h, F&& f) noexcept {
-        if constexpr (holds_last_free)
-            if (h.held.p) link_held(h);
+        settle(h);
         for (std::size_t i = h.classes.first(); i != npos;) {
             const std::size_t next = h.classes.next(i);
             Nested::drain(*h.classes.find(i), f);
@@ -268,29 +266,33 @@ public:
 private:
     [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept {
         if constexpr (holds_last_free) {
-            if (h.held.p) [[unlikely]] link_held(h);
+            settle(h);
             // Held only where linking would create the class (which the next
             // allocation, in churn, empties again); into a class that exists,
             // the free links at once.
-            if (auto* nested = h.classes.find(i)) [[likely]] {
-                if constexpr (directed) h.sizes.note(n, i);
-                Nested::deallocate(*nested, p, n);
-            } else {
-                h.held = {p, n, i};
-            }
+            if (auto* nested = h.classes.find(i)) [[likely]] link(h, *nested, p, n, i);
+            else h.held = {p, n, i};
         } else {
-            link(h, p, n, i);
+            link(h, h.classes.obtain(i), p, n, i);
         }
         if constexpr (predicate_remembers_frees<Pred>) h.last = i;
     }
-    [[gnu::always_inline]] static void link(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept {
+    // Chunk [p, p+n) into class i, whose header is `nested`.
+    [[gnu::always_inline]] static void link(header_type& h, typename Nested::header_type& nested, std::byte* p,
+                                            std::size_t n, std::size_t i) noexcept {
         if constexpr (directed) h.sizes.note(n, i);
-        Nested::deallocate(h.classes.obtain(i), p, n);
+        Nested::deallocate(nested, p, n);
+    }
+    // Links the held chunk in, if there is one, before an operation that
+    // reads the classes as they are (a free settles first too).
+    [[gnu::always_inline]] static void settle(header_type& h) noexcept {
+        if constexpr (holds_last_free)
+            if (h.held.p) [[unlikely]] link_held(h);
     }
     // Out of line: an allocation that cannot take the held chunk is on the
     // search's path already.
     [[gnu::noinline]] static void link_held(header_type& h) noexcept {
-        link(h, h.held.p, h.held.n, h.held.i);
+        link(h, h.classes.obtain(h.held.i), h.held.p, h.held.n, h.held.i);
         h.held.p = nullptr;
     }
     template <request_like R>
