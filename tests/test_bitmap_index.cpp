@@ -266,3 +266,32 @@ TEST_CASE("sparse_index with fewer than 12 bits is one leaf", "[index]") {
     for (std::size_t i = 0; i < 64; ++i) pool.push_back(i);
     index_against_set(*idx, 64, 20000, 15, pool);
 }
+
+// The index keeps the leaf prepared last beside the table (leaf_at): lookups
+// in that leaf skip the leaf table, the others must still go through it.
+TEST_CASE("sparse_index: classes outside the leaf prepared last stay reachable", "[index]") {
+    using idx_t = al::sparse_index<31, header, init_header>;
+    auto idx = std::make_unique<idx_t>();
+    const std::size_t a = 5 * 4096 + 17, b = 900 * 4096 + 3, c = 901 * 4096;   // three leaves
+    CHECK(idx->find(a) == nullptr);   // nothing mapped, nothing remembered
+    REQUIRE(idx->prepare(a, a));
+    idx->obtain(a).payload = 1;
+    REQUIRE(idx->prepare(b, c));   // the leaf remembered is now c's
+    idx->obtain(b).payload = 2;
+    idx->obtain(c).payload = 3;
+    REQUIRE(idx->find(a) != nullptr);
+    CHECK(idx->find(a)->payload == 1u);
+    CHECK(idx->find(b)->payload == 2u);
+    CHECK(idx->find(c)->payload == 3u);
+    CHECK(idx->find(a + 1) == nullptr);
+    CHECK(idx->find(7 * 4096) == nullptr);   // a leaf never mapped
+    CHECK(idx->first() == a);
+    CHECK(idx->next(a) == b);
+    idx->release(a);   // empties a leaf other than the one remembered
+    CHECK(idx->first() == b);
+    REQUIRE(idx->prepare(a, a));   // back to a's leaf, which stays mapped
+    CHECK(idx->find(a) == nullptr);
+    CHECK(idx->obtain(a).payload == 0u);   // freshly initialised
+    CHECK(idx->find(c)->payload == 3u);
+    CHECK(idx->next(b) == c);
+}

@@ -130,7 +130,7 @@ public:
     }
 
     Header* find(std::size_t i) noexcept {
-        leaf* lf = leaf_of_[i >> leaf_bits];
+        leaf* lf = leaf_at(i >> leaf_bits);
         return lf && leaf_bitmap(lf->bits).test(i & (leaf_classes - 1)) ? slot(lf, i) : nullptr;
     }
     bool contains(std::size_t i) const noexcept { return const_cast<sparse_index*>(this)->find(i) != nullptr; }
@@ -138,25 +138,29 @@ public:
     // Maps the leaves for classes [lo, hi]; false when the system refuses.
     bool prepare(std::size_t lo, std::size_t hi) noexcept {
         for (std::size_t l = lo >> leaf_bits; l <= (hi >> leaf_bits); ++l) {
-            if (leaf_of_[l]) continue;
+            if (leaf_of_[l]) {
+                remember(l);
+                continue;
+            }
             void* p = ::mmap(nullptr, sizeof(leaf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (p == MAP_FAILED) return false;
             leaf_of_[l] = static_cast<leaf*>(p);
             leaf_of_[l]->mapped_before = mapped_;
             mapped_ = leaf_of_[l];
             ++leaf_count_;
+            remember(l);
         }
         return true;
     }
 
     // Precondition: prepare() covered i.
     Header& obtain(std::size_t i) noexcept {
-        leaf* lf = leaf_of_[i >> leaf_bits];
+        leaf* lf = leaf_at(i >> leaf_bits);
         if (!leaf_bitmap(lf->bits).test(i & (leaf_classes - 1))) [[unlikely]] return open(lf, i);
         return *slot(lf, i);
     }
     void release(std::size_t i) noexcept {
-        leaf* lf = leaf_of_[i >> leaf_bits];
+        leaf* lf = leaf_at(i >> leaf_bits);
         leaf_bitmap b(lf->bits);
         b.reset(i & (leaf_classes - 1));
         if (b.empty()) top().reset(i >> leaf_bits);
@@ -166,6 +170,19 @@ public:
     std::size_t metadata_bytes() const noexcept { return leaf_count_ * sizeof(leaf); }
 
 private:
+    // The leaf that refills prepared last, kept beside the table: a heap's
+    // chunks sit in one leaf or a few (one leaf spans 2^12 classes, 256 MiB
+    // of Velox's vicinities), and reaching it through leaf_of_ costs every
+    // lookup two dependent loads (the mapped array's base, then the slot)
+    // on the allocation and free paths; this costs one compare.
+    leaf* leaf_at(std::size_t l) const noexcept {
+        if (l == near_number_) [[likely]] return near_;
+        return leaf_of_[l];
+    }
+    void remember(std::size_t l) noexcept {
+        near_number_ = l;
+        near_ = leaf_of_[l];
+    }
     // A class becoming non-empty: out of line, so that a free into a live
     // class (the common case) stays a bit test.
     [[gnu::noinline]] Header& open(leaf* lf, std::size_t i) noexcept {
@@ -178,7 +195,7 @@ private:
         auto* self = const_cast<sparse_index*>(this);
         if (i >= classes) return npos;
         std::size_t l = i >> leaf_bits;
-        if (leaf* lf = leaf_of_[l]) {
+        if (leaf* lf = leaf_at(l)) {
             const std::size_t j = leaf_bitmap(lf->bits).find_next(i & (leaf_classes - 1));
             if (j != npos) return (l << leaf_bits) | j;
         }
@@ -195,6 +212,8 @@ private:
     detail::mapped_array<std::uint64_t> top_bits_{top_bitmap::storage_words};
     std::size_t leaf_count_ = 0;
     leaf* mapped_ = nullptr;
+    std::size_t near_number_ = leaves;   // none yet: no leaf has this number
+    leaf* near_ = nullptr;
 };
 
 } // namespace allotheque
