@@ -17,10 +17,12 @@ const std::byte* at(std::uintptr_t a) { return reinterpret_cast<const std::byte*
 const void* vat(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
 
 struct not_an_attribute {};
+// Everything an attribute needs but an unsigned value type: the concept must
+// reject it for that alone (clang sees the members read by no code).
 struct signed_attribute {
     using value_type = int;
-    static constexpr bool is_explicit = true;
-    static constexpr std::size_t stored_bytes = 4;
+    [[maybe_unused]] static constexpr bool is_explicit = true;
+    [[maybe_unused]] static constexpr std::size_t stored_bytes = 4;
     static int of_chunk(const std::byte*, std::size_t) noexcept { return 0; }
     static int of_request(const al::request&) noexcept { return 0; }
 };

@@ -27,6 +27,7 @@
 #include <allotheque/allocators/medius.hpp>
 #include <allotheque/allocators/velox.hpp>
 #include <allotheque/hint_policy.hpp>
+#include <allotheque/layers/heap_concept.hpp>
 #include <allotheque/scoped_hint.hpp>
 
 namespace al = allotheque;
@@ -47,6 +48,8 @@ struct recording_heap {
     void deallocate(void* p, const al::request&) noexcept { ::operator delete(p); }
     const void* last_allocation() const noexcept { return last; }
 };
+// The hint policies pass hints only to heaps that declare themselves locality-aware.
+static_assert(al::layers::locality_aware_of<recording_heap>);
 
 const void* at(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
 
