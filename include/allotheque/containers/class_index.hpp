@@ -138,16 +138,14 @@ public:
     // Maps the leaves for classes [lo, hi]; false when the system refuses.
     bool prepare(std::size_t lo, std::size_t hi) noexcept {
         for (std::size_t l = lo >> leaf_bits; l <= (hi >> leaf_bits); ++l) {
-            if (leaf_of_[l]) {
-                remember(l);
-                continue;
+            if (!leaf_of_[l]) {
+                void* p = ::mmap(nullptr, sizeof(leaf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (p == MAP_FAILED) return false;
+                leaf_of_[l] = static_cast<leaf*>(p);
+                leaf_of_[l]->mapped_before = mapped_;
+                mapped_ = leaf_of_[l];
+                ++leaf_count_;
             }
-            void* p = ::mmap(nullptr, sizeof(leaf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (p == MAP_FAILED) return false;
-            leaf_of_[l] = static_cast<leaf*>(p);
-            leaf_of_[l]->mapped_before = mapped_;
-            mapped_ = leaf_of_[l];
-            ++leaf_count_;
             remember(l);
         }
         return true;
