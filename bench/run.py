@@ -1061,8 +1061,8 @@ ORDER_TREE_VARIANTS = [
     ("medius, hinted (parent)", ["--allocator", "medius", "--container", "hinted", "--hint", "parent"]),
     ("velox, hinted (parent), own heap", ["--allocator", "velox", "--container", "hinted", "--hint", "parent",
                                           "--layout", "isolated"]),
-    ("room prototype, hinted (parent), fill 25 %", ["--allocator", "room", "--container", "hinted", "--hint",
-                                                    "parent", "--fill", "25"]),
+    ("room layer over velox, hinted (parent), fill 25 %",
+     ["--allocator", "room", "--container", "hinted", "--hint", "parent", "--fill", "25"]),
     ("packed (key order, bump arena)", ["--allocator", "packed"]),
 ]
 ORDER_GRAPH_VARIANTS = [
@@ -1074,8 +1074,8 @@ ORDER_GRAPH_VARIANTS = [
     ("medius, near_previous", ["--allocator", "medius"]),
     ("velox, hinted", ["--allocator", "velox", "--container", "hinted", "--hint", "source"]),
     ("medius, hinted", ["--allocator", "medius", "--container", "hinted", "--hint", "source"]),
-    ("room prototype, hinted, fill 25 %", ["--allocator", "room", "--container", "hinted", "--hint", "source",
-                                           "--fill", "25"]),
+    ("room layer over velox, hinted, fill 25 %",
+     ["--allocator", "room", "--container", "hinted", "--hint", "source", "--fill", "25"]),
     ("packed (BFS order, bump arena)", ["--allocator", "packed"]),
 ]
 ORDER_SIZES = {   # per scale: the order_bench size arguments of each workload

@@ -22,6 +22,10 @@ std::size_t ref_next(const std::set<std::size_t>& s, std::size_t i) {
     auto it = s.lower_bound(i);
     return it == s.end() ? npos : *it;
 }
+std::size_t ref_prev(const std::set<std::size_t>& s, std::size_t i) {
+    auto it = s.upper_bound(i);
+    return it == s.begin() ? npos : *std::prev(it);
+}
 
 template <std::size_t N>
 void bitmap_against_set(std::size_t ops, unsigned seed) {
@@ -49,6 +53,7 @@ void bitmap_against_set(std::size_t ops, unsigned seed) {
             ref.erase(i);
         } else {
             REQUIRE(t.find_next(i) == ref_next(ref, i));
+            REQUIRE(t.find_prev(i) == ref_prev(ref, i));
             REQUIRE(t.test(i) == (ref.count(i) == 1));
         }
         if (k % 97 == 0) REQUIRE(t.find_next(0) == ref_next(ref, 0));
@@ -62,6 +67,14 @@ void bitmap_against_set(std::size_t ops, unsigned seed) {
     }
     REQUIRE(at == npos);
     REQUIRE(t.find_next(N) == npos);
+    REQUIRE(t.find_prev(N) == ref_prev(ref, N));
+    // And backwards.
+    at = t.find_prev(N - 1);
+    for (auto it = ref.rbegin(); it != ref.rend(); ++it) {
+        REQUIRE(at == *it);
+        at = *it == 0 ? npos : t.find_prev(*it - 1);
+    }
+    REQUIRE(at == npos);
     // Empty everything: every level must go back to zero.
     for (std::size_t v : ref) t.reset(v);
     REQUIRE(t.find_next(0) == npos);

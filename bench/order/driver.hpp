@@ -163,9 +163,8 @@ int drive_heap(const options& o, const char* label, const Args&... args) {
     if constexpr (requires { junk_heap.placement(); }) {
         const auto a = junk_heap.placement();
         const auto b = &h != &junk_heap ? h.placement() : decltype(a){};
-        std::snprintf(extra, sizeof extra, ", \"room_hinted\": %zu, \"room_at_hint\": %zu, \"room_chained\": %zu, "
-                      "\"room_foreign\": %zu", a.hinted + b.hinted, a.at_hint + b.at_hint, a.chained + b.chained,
-                      a.foreign + b.foreign);
+        std::snprintf(extra, sizeof extra, ", \"room_hinted\": %zu, \"room_at_hint\": %zu, \"room_foreign\": %zu",
+                      a.hinted + b.hinted, a.at_hint + b.at_hint, a.foreign + b.foreign);
         more += extra;
     }
     print_result(o, label, r, mem, peak, more);

@@ -7,8 +7,8 @@
 // last three need LD_PRELOAD of their library, which is verified in
 // /proc/self/maps), malloc (whatever is active), packed (the traversal-order
 // reference), velox, medius (allotheque heaps: std containers with
-// allotheque::allocator, or --container hinted), room (the room_heap
-// prototype over velox_heap, --group 256|1024|4096 bytes, --fill percent).
+// allotheque::allocator, or --container hinted), room (layers::room over
+// velox_heap, --fill 25|50|100 percent).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -20,7 +20,7 @@ namespace {
 int usage() {
     std::fputs("usage: order --workload map|set|graph --allocator NAME [--container std|hinted] [--hint H]\n"
                "             [--layout shared|isolated] [--n N] [--lookups M] [--passes P] [--roots R] [--junk K]"
-               " [--seed S]\n             [--group 256|1024|4096] [--fill PERCENT] [--chain N] [--spread 0|1]\n",
+               " [--seed S]\n             [--fill 25|50|100]\n",
                stderr);
     return 2;
 }
@@ -52,9 +52,6 @@ int main(int argc, char** argv) {
         else if (a == "--roots") ok = count(x) && x >= 1 && x < 1000, o.roots = static_cast<int>(x);
         else if (a == "--junk") ok = count(x) && x < 100, o.junk = static_cast<int>(x);
         else if (a == "--seed") ok = count(x), o.seed = x;
-        else if (a == "--group") ok = count(o.group);
-        else if (a == "--chain") ok = count(x) && x < 1000, o.chain = static_cast<unsigned>(x);
-        else if (a == "--spread") ok = count(x) && x <= 1, o.spread = x != 0;
         else if (a == "--fill") ok = count(x) && x >= 1 && x <= 100, o.fill = static_cast<unsigned>(x);
         else return usage();
         if (!ok) {

@@ -54,10 +54,7 @@ struct options {
     int roots = 4;
     int junk = 1;   // unrelated allocations per insert / edge
     u64 seed = 1;
-    std::size_t group = 4096;   // room: group bytes (256, 1024, 4096)
-    unsigned fill = 50;         // room: % of a group foreign blocks may fill
-    unsigned chain = 0;         // room: overflow chain length for hinted spill (0: spill is foreign)
-    bool spread = true;         // room: foreign blocks spaced 100/fill slots apart
+    unsigned fill = 25;         // room: % of a group foreign blocks may fill (25, 50, 100)
 };
 
 // What one run measured. Times are medians over passes / roots.

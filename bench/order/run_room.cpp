@@ -1,20 +1,23 @@
-// The order benchmark on the room_heap prototype (room_heap.hpp) over
-// velox_heap<>, one instantiation per group size.
+// The order benchmark on layers::room over velox_heap<>: one instantiation per
+// fill share (the layer's configuration is a template argument).
 #include <allotheque/allocators/velox.hpp>
+#include <allotheque/layers/room.hpp>
 
 #include "order/driver.hpp"
-#include "order/room_heap.hpp"
 
 namespace bench::order {
 
+namespace {
+template <unsigned Fill>
+using room_velox = allotheque::layers::room<allotheque::velox_heap<>, allotheque::layers::room_config{.fill_percent = Fill}>;
+}
+
 int drive_room(const options& o) {
-    using base = allotheque::velox_heap<>;
-    const room_knobs k{o.fill, o.chain, o.spread};
-    switch (o.group) {
-    case 256: return drive_heap<room_heap<base, 256>>(o, "room", k);
-    case 1024: return drive_heap<room_heap<base, 1024>>(o, "room", k);
-    case 4096: return drive_heap<room_heap<base, 4096>>(o, "room", k);
-    default: std::fprintf(stderr, "order: --group must be 256, 1024 or 4096\n"); return 2;
+    switch (o.fill) {
+    case 25: return drive_heap<room_velox<25>>(o, "room");
+    case 50: return drive_heap<room_velox<50>>(o, "room");
+    case 100: return drive_heap<room_velox<100>>(o, "room");
+    default: std::fprintf(stderr, "order: --fill must be 25, 50 or 100 for --allocator room\n"); return 2;
     }
 }
 

@@ -74,6 +74,7 @@
 #include <allotheque/layers/locked.hpp>
 #include <allotheque/layers/page_map.hpp>
 #include <allotheque/layers/per_thread.hpp>
+#include <allotheque/layers/room.hpp>
 #include <allotheque/layers/sized.hpp>
 #include <allotheque/layers/stats.hpp>
 #include <allotheque/trace/format.hpp>

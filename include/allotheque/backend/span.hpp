@@ -15,6 +15,8 @@
 //   block  a region given to a splitting heap (boundary tags inside); every
 //          page maps here, so "which heap owns p" works for any block.
 //   region one allocation from the source: the unit given back to the source.
+//   group  cut into slots of `chunk` bytes by a room layer (layers/room.hpp),
+//          whose header sits at `base`; no heap takes its pointers for its own.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +29,7 @@ namespace allotheque::backend {
 
 namespace bi = boost::intrusive;
 
-enum class span_state : std::uint8_t { free, small, large, block, region };
+enum class span_state : std::uint8_t { free, small, large, block, region, group };
 
 struct span {
     using set_hook = bi::set_member_hook<bi::optimize_size<true>, bi::link_mode<bi::normal_link>>;
@@ -88,12 +90,15 @@ struct span {
         chunk = c;
         chunk_inverse = ~std::uint64_t{0} / c + 1;
     }
+    // off / chunk without a division.
+    std::uint64_t chunk_index(std::uint64_t off) const noexcept {
+        __extension__ using u128 = unsigned __int128;
+        return static_cast<std::uint64_t>((static_cast<u128>(off) * chunk_inverse) >> 64);
+    }
     // Whether p is the start of a chunk of this small span.
     bool chunk_start(const void* p) const noexcept {
-        __extension__ using u128 = unsigned __int128;
         const auto off = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base);
-        const auto index = static_cast<std::uint64_t>((static_cast<u128>(off) * chunk_inverse) >> 64);
-        return index * chunk == off;
+        return chunk_index(off) * chunk == off;
     }
 
     std::byte* end() const noexcept { return base + bytes; }

@@ -120,7 +120,7 @@ private:
 
     pool_type pool_{};
     span_list held_;
-    std::size_t count_[5] = {}, bytes_[5] = {};
+    std::size_t count_[6] = {}, bytes_[6] = {};   // per span_state
 };
 
 } // namespace allotheque::backend

@@ -95,6 +95,22 @@ public:
         return i;
     }
 
+    // The highest set position <= i, or npos (i past the end: the highest).
+    std::size_t find_prev(std::size_t i) const noexcept {
+        if (i >= L::words[0] * 64) i = L::words[0] * 64 - 1;
+        std::size_t l = 0;
+        for (;;) {
+            if (const std::uint64_t m = w_[L::offset[l] + (i >> 6)] & (~std::uint64_t{0} >> (63 - (i & 63)))) {
+                i = (i | 63) - static_cast<std::size_t>(std::countl_zero(m));
+                break;
+            }
+            if (++l == L::levels || (i >> 6) == 0) return npos;
+            i = (i >> 6) - 1;
+        }
+        while (l-- > 0) i = (i << 6) + 63 - static_cast<std::size_t>(std::countl_zero(w_[L::offset[l] + i]));
+        return i;
+    }
+
 private:
     std::uint64_t* w_;
 };
