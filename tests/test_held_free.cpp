@@ -1,7 +1,9 @@
 // hash_table keeps the last free aside (containers/hash_table.hpp) when its
 // predicate takes the last free (match_last_first) and its classes return the
-// chunk freed last. That must not change placement: the same operations on the
-// same layout give the same chunks as a table that links every free at once.
+// chunk freed last, and it serves a run of one size in one class from its
+// front. Neither may change placement: the same operations on the same layout
+// give the same chunks as a table that links every free at once and always
+// searches.
 // Two tables, one of each, run random allocations (with and without hints),
 // frees, range frees, drains with re-insertion and emptiness checks over two
 // buffers with the same layout, and must agree on every answer; a model of the
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <vector>
@@ -45,6 +48,11 @@ using medius_linked = linked_table<al::skbit<12, 16>, al::dense_identity>;
 
 static_assert(velox_held::holds_last_free && medius_held::holds_last_free);
 static_assert(!velox_linked::holds_last_free && !medius_linked::holds_last_free);
+// The holding tables also keep a front (a run of one size in one class goes
+// straight to that size's chunks); the linked ones do not, so every
+// comparison below checks the front's answers too.
+static_assert(velox_held::has_front && medius_held::has_front);
+static_assert(!velox_linked::has_front && !medius_linked::has_front);
 // Velox and Medius are built on the holding tables.
 static_assert(al::velox_partition<>::holds_last_free && al::medius_partition<>::holds_last_free);
 // Not over sizes, nor with a predicate that does not fall back to the last free.
@@ -144,6 +152,7 @@ void same_placement(unsigned seed, std::size_t ops) {
         return it->first;
     };
 
+    std::optional<std::size_t> recent;   // the chunk allocated last
     // Most chunks live, so that classes empty and fill again (where a free is
     // held) and the class used last often lacks the size asked for.
     const std::size_t chunks = free_set.size();
@@ -151,10 +160,14 @@ void same_placement(unsigned seed, std::size_t ops) {
         const unsigned dice = static_cast<unsigned>(rng() % 100);
         const unsigned allocations = free_set.size() * 20 > chunks ? 70 : 45;
         if (dice < allocations || live.empty()) {
-            const std::size_t s = sizes[rng() % sizes.size()];
-            const bool hinted = rng() % 10 < 7;
+            // A third of the time, a run: the size and the hint of the
+            // allocation before (what "near the previous one" gives a loop
+            // allocating one size), which the front serves.
+            const bool run = recent.has_value() && live.count(*recent) && rng() % 3 == 0;
+            const std::size_t s = run ? chunk_size(*recent) : sizes[rng() % sizes.size()];
+            const bool hinted = run || rng() % 10 < 7;
             // Hints near live blocks mostly (what "near the previous one" gives).
-            const std::size_t hint_off = !live.empty() && rng() % 2 ? random_live() : rng() % region;
+            const std::size_t hint_off = run ? *recent : !live.empty() && rng() % 2 ? random_live() : rng() % region;
             al::request ra{s, hinted ? a.at(hint_off) : nullptr};
             al::request rb{s, hinted ? b.at(hint_off) : nullptr};
             std::byte* p = Held::allocate(a.h, ra);
@@ -166,8 +179,13 @@ void same_placement(unsigned seed, std::size_t ops) {
             REQUIRE(free_set.erase(off) == 1);   // a free chunk, never a live one
             REQUIRE(chunk_size(off) == s);
             write(off);
+            recent = off;
         } else if (dice < 93) {
-            const std::size_t off = random_live();
+            // A third of the time the newest live chunk first (a LIFO run of
+            // frees goes into one class, which the front serves too).
+            auto newest = std::max_element(live.begin(), live.end(),
+                                           [](const auto& x, const auto& y) { return x.second < y.second; });
+            const std::size_t off = rng() % 3 == 0 ? newest->first : random_live();
             check_and_forget(off);
             Held::deallocate(a.h, a.at(off), chunk_size(off));
             Linked::deallocate(b.h, b.at(off), chunk_size(off));

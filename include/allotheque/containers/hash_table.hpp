@@ -64,11 +64,27 @@ struct hash_table {
         std::size_t n = 0;
         std::size_t i = 0;   // its class
     };
+    // The class and size a run of operations went to last, and that size's
+    // chunks there: an allocation whose target is that class and a free into
+    // it go straight to those chunks (a compare and a push or pop) instead of
+    // finding the class, then the size in it. Only where the search tries the
+    // target's class first (holds_last_free), so the chunk is the one the
+    // search would take, and over classes whose size level offers its chunks
+    // (list::has_front). Every slow allocation or free aims it at the class
+    // and size it used (an allocation that handed out the size's host leaves
+    // it empty); a class emptied or drained clears it.
+    static constexpr bool has_front = holds_last_free && requires { requires Nested::has_front; };
+    struct front_cache {
+        std::size_t i = npos;
+        std::size_t n = 0;
+        void* chunks = nullptr;   // Nested::front_header*
+    };
     struct header_type {
         index_type classes;
         std::size_t last = npos;
-        [[no_unique_address]] detail::slot<directed, directory_type> sizes{};
+        [[no_unique_address]] detail::slot<has_front, front_cache> front{};
         [[no_unique_address]] detail::slot<holds_last_free, held_chunk> held{};
+        [[no_unique_address]] detail::slot<directed, directory_type> sizes{};
     };
 
     static constexpr std::size_t min_chunk = Nested::min_chunk;
@@ -142,6 +158,12 @@ struct hash_table {
     static std::byte* allocate(header_type& h, const R& r) noexcept {
         if constexpr (holds_last_free)
             if (h.held.p) return allocate_holding(h, r);
+        if constexpr (has_front)
+            if (h.front.n == r.size && h.front.i == request_class(r)) [[likely]]
+                if (std::byte* p = Nested::front_pop(front_chunks(h), r)) {
+                    h.last = h.front.i;
+                    return p;
+                }
         return search_classes(h, r);
     }
 
@@ -192,6 +214,7 @@ public:
         const std::size_t i = class_of(Attr::of_chunk(p, n));
         auto& nested = *h.classes.find(i);
         Nested::remove(nested, p, n);
+        if constexpr (has_front) h.front = {};   // the size's class may be gone
         if (Nested::empty(nested)) h.classes.release(i);
     }
 
@@ -267,6 +290,13 @@ private:
     [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept {
         if constexpr (holds_last_free) {
             settle(h);
+            if constexpr (has_front)
+                if (h.front.i == i && h.front.n == n) [[likely]] {
+                    // The class holds the size, so the directory has its bit.
+                    Nested::front_push(front_chunks(h), p, n);
+                    h.last = i;
+                    return;
+                }
             // Held only where linking would create the class (which the next
             // allocation, in churn, empties again); into a class that exists,
             // the free links at once.
@@ -281,7 +311,18 @@ private:
     [[gnu::always_inline]] static void link(header_type& h, typename Nested::header_type& nested, std::byte* p,
                                             std::size_t n, std::size_t i) noexcept {
         if constexpr (directed) h.sizes.note(n, i);
-        Nested::deallocate(nested, p, n);
+        if constexpr (has_front) {
+            typename Nested::front_header* chunks = nullptr;
+            Nested::deallocate(nested, p, n, &chunks);
+            h.front = {i, n, chunks};
+        } else {
+            Nested::deallocate(nested, p, n);
+        }
+    }
+    static auto& front_chunks(header_type& h) noexcept
+        requires has_front
+    {
+        return *static_cast<typename Nested::front_header*>(h.front.chunks);
     }
     // Links the held chunk in, if there is one, before an operation that
     // reads the classes as they are (a free settles first too).
@@ -302,14 +343,24 @@ private:
     }
     static void forget_search_state(header_type& h) noexcept {
         h.last = npos;
+        if constexpr (has_front) h.front = {};
         if constexpr (directed) h.sizes.clear();
     }
     template <request_like R>
     [[gnu::always_inline]] static std::byte* take_from(header_type& h, std::size_t i, const R& r) noexcept {
         auto& nested = *h.classes.find(i);
-        std::byte* p = Nested::allocate(nested, r);
-        if (!p) return nullptr;
+        std::byte* p;
+        if constexpr (has_front) {
+            typename Nested::front_header* chunks = nullptr;
+            p = Nested::allocate(nested, r, &chunks);
+            if (!p) return nullptr;
+            h.front = chunks ? front_cache{i, r.size, chunks} : front_cache{};
+        } else {
+            p = Nested::allocate(nested, r);
+            if (!p) return nullptr;
+        }
         if (Nested::empty(nested)) {
+            if constexpr (has_front) h.front = {};
             h.classes.release(i);
             // The class is gone: its bit for this size would cost the next
             // walk a failed look (churn empties a class on most misses).

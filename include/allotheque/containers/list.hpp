@@ -45,6 +45,7 @@ struct list<void, void, Pred, Links> {
     static constexpr bool reads_address = false;
     static constexpr bool stored_in_chunks = true;
     static constexpr bool returns_last_free = true;
+    static constexpr bool terminal = true;   // allocate never hands out a class's host
     static bool prepare(header_type&, std::byte*, std::size_t) noexcept { return true; }
     static void destroy(header_type&) noexcept {}
 
@@ -139,12 +140,37 @@ struct list<Attr, Nested, Pred, Links> {
         }
     };
 
+
+    // A class's chunks, for a container above that serves a run of one size
+    // straight from them (hash_table's front): allocate and deallocate say
+    // where the class they used keeps its chunks (`aimed`; nullptr when the
+    // allocation handed out the class's host, so the class is gone). Only
+    // over the terminal list, whose allocate returns nullptr when empty
+    // instead of handing out a host, and only when this level remembers
+    // nothing a direct push or pop would skip. The pointer lives as long as
+    // the class: until an allocate through this level hands the host out.
+    using front_header = typename Nested::header_type;
+    static constexpr bool has_front =
+        size_attribute<Attr> && is_exact_match<Pred> && !predicate_remembers<Pred> && requires { requires Nested::terminal; };
     template <request_like R>
-    static std::byte* allocate(header_type& h, const R& r) noexcept {
+    [[gnu::always_inline]] static std::byte* front_pop(front_header& f, const R& r) noexcept
+        requires has_front
+    {
+        return Nested::allocate(f, r);
+    }
+    [[gnu::always_inline]] static void front_push(front_header& f, std::byte* p, std::size_t n) noexcept
+        requires has_front
+    {
+        Nested::deallocate(f, p, n);
+    }
+
+    template <request_like R>
+    static std::byte* allocate(header_type& h, const R& r, front_header** aimed = nullptr) noexcept {
         cursor c{h};
         return search<Pred>(c, Attr::of_request(r), [&](node* n) noexcept -> std::byte* {
             if (std::byte* p = Nested::allocate(n->nested, r)) {
                 if constexpr (predicate_remembers<Pred>) h.last = n;
+                if (aimed) *aimed = &n->nested;
                 return p;
             }
             if (!Nested::empty(n->nested) || !Nested::accepts(n->host(), n->host_size(), r)) return nullptr;
@@ -152,28 +178,33 @@ struct list<Attr, Nested, Pred, Links> {
             // nothing is remembered (as in hash_table, whose emptied class
             // no longer counts as the last one).
             if constexpr (predicate_remembers<Pred>) h.last = nullptr;
+            if (aimed) *aimed = nullptr;
             Links::unlink(h.classes, *n);
             return n->host();
         });
     }
 
-    [[gnu::always_inline]] static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept {
+    [[gnu::always_inline]] static void deallocate(header_type& h, std::byte* p, std::size_t n,
+                                                  front_header** aimed = nullptr) noexcept {
         const value_type v = Attr::of_chunk(p, n);
         cursor c{h};
-        if (node* cls = c.lookup(v)) [[likely]] {
+        node* cls = c.lookup(v);
+        if (cls) [[likely]] {
             Nested::deallocate(cls->nested, p, n);
             if constexpr (predicate_remembers_frees<Pred>) h.last = cls;
-            return;
+        } else {
+            cls = open(h, p, n);
         }
-        open(h, p, n);
+        if (aimed) *aimed = &cls->nested;
     }
 
     // The chunk becomes the host of its own new class (out of line: the free
     // into an existing class is the one the hot path must keep small).
-    [[gnu::noinline]] static void open(header_type& h, std::byte* p, std::size_t n) noexcept {
+    [[gnu::noinline]] static node* open(header_type& h, std::byte* p, std::size_t n) noexcept {
         node* fresh = node::make(p, n);
         h.classes.push_front(*fresh);
         if constexpr (predicate_remembers_frees<Pred>) h.last = fresh;
+        return fresh;
     }
 
     // Chunks of one class found once per run of consecutive same-class chunks;
