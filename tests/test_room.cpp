@@ -35,8 +35,8 @@ using al::layers::room_config;
 namespace {
 
 using room_velox = room<al::velox_heap<>>;
-constexpr std::uintptr_t page_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p) >> 12; }
-constexpr std::uintptr_t line_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p) >> 6; }
+std::uintptr_t page_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p) >> 12; }
+std::uintptr_t line_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p) >> 6; }
 
 struct live_block {
     void* p;
