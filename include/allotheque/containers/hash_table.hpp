@@ -354,13 +354,14 @@ private:
             typename Nested::front_header* chunks = nullptr;
             p = Nested::allocate(nested, r, &chunks);
             if (!p) return nullptr;
+            // No chunks reported: the size's host went out; if that emptied
+            // the class, the front is clear before the class is released.
             h.front = chunks ? front_cache{i, r.size, chunks} : front_cache{};
         } else {
             p = Nested::allocate(nested, r);
             if (!p) return nullptr;
         }
         if (Nested::empty(nested)) {
-            if constexpr (has_front) h.front = {};
             h.classes.release(i);
             // The class is gone: its bit for this size would cost the next
             // walk a failed look (churn empties a class on most misses).

@@ -140,7 +140,6 @@ struct list<Attr, Nested, Pred, Links> {
         }
     };
 
-
     // A class's chunks, for a container above that serves a run of one size
     // straight from them (hash_table's front): allocate and deallocate say
     // where the class they used keeps its chunks (`aimed`; nullptr when the
