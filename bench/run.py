@@ -1063,6 +1063,12 @@ ORDER_TREE_VARIANTS = [
                                           "--layout", "isolated"]),
     ("room layer over velox, hinted (parent), fill 25 %",
      ["--allocator", "room", "--container", "hinted", "--hint", "parent", "--fill", "25"]),
+    ("velox, hinted (parent), reorganize()",
+     ["--allocator", "velox", "--container", "hinted", "--hint", "parent", "--reorganize", "1"]),
+    ("medius, hinted (parent), reorganize()",
+     ["--allocator", "medius", "--container", "hinted", "--hint", "parent", "--reorganize", "1"]),
+    ("mimalloc, hinted container, no hint, reorganize()",
+     ["--allocator", "mimalloc", "--container", "hinted", "--hint", "none", "--reorganize", "1"]),
     ("packed (key order, bump arena)", ["--allocator", "packed"]),
 ]
 ORDER_GRAPH_VARIANTS = [
@@ -1145,7 +1151,7 @@ def run_order_section(args, bdir, scale):
     summary = {}
     for r in runs:
         summary.setdefault((r["workload"], r["variant"]), []).append(r)
-    metrics = ("walk_ns", "lookup_ns", "bfs_ns", "build_ns", "peak_rss_delta_bytes")
+    metrics = ("walk_ns", "lookup_ns", "bfs_ns", "build_ns", "reorganize_ns", "peak_rss_delta_bytes")
     med = {k: {m: statistics.median(x[m] for x in rs) for m in metrics} for k, rs in summary.items()}
     # The fastest repetition too: other work on a shared machine only ever adds time.
     best = {k: {m: min(x[m] for x in rs) for m in metrics} for k, rs in summary.items()}
@@ -1180,7 +1186,9 @@ def run_order_section(args, bdir, scale):
                 rows.append([label, fmt(v["walk_ns"], "{:.1f}"), fmt(ratio(v, "walk_ns")),
                              fmt(best_ratio(label, "walk_ns")), fmt(v["lookup_ns"], "{:.0f}"),
                              fmt(ratio(v, "lookup_ns")), fmt(best_ratio(label, "lookup_ns")), mem,
-                             fmt(v["build_ns"], "{:.0f}"), fmt(first["within_256"], "{:.2f}"),
+                             fmt(v["build_ns"], "{:.0f}"),
+                             fmt(v["reorganize_ns"], "{:.0f}") if v["reorganize_ns"] else "-",
+                             fmt(first["within_256"], "{:.2f}"),
                              fmt(first["same_page"], "{:.2f}")])
         if w == "graph":
             head = ["variant", "BFS ns/edge", "BFS / " + ORDER_BASELINE, "(fastest)", "memory / " + ORDER_BASELINE,
@@ -1189,7 +1197,7 @@ def run_order_section(args, bdir, scale):
         else:
             head = ["variant", "walk ns/node", "walk / " + ORDER_BASELINE, "(fastest)", "lookup ns",
                     "lookup / " + ORDER_BASELINE, "(fastest)", "memory / " + ORDER_BASELINE, "build ns/insert",
-                    "neighbours: <256 B", "neighbours: same page"]
+                    "reorganize ns/node", "neighbours: <256 B", "neighbours: same page"]
             title = "{}: random-order inserts, in-order walks, random lookups".format(w)
         text = table(rows, head)
         log("\norder, {}\n{}".format(title, text))

@@ -73,12 +73,12 @@ inline void print_result(const options& o, const std::string& allocator, const r
     std::printf(
         "{\"workload\": \"%s\", \"allocator\": \"%s\", \"container\": \"%s\", \"hint\": \"%s\", \"layout\": \"%s\", "
         "\"malloc_library\": \"%s\", \"n\": %zu, \"lookups\": %zu, \"passes\": %d, \"roots\": %d, \"junk\": %d, "
-        "\"build_ns\": %.3f, \"walk_ns\": %.3f, \"lookup_ns\": %.3f, \"bfs_ns\": %.3f, \"elements\": %zu, "
+        "\"build_ns\": %.3f, \"reorganize_ns\": %.3f, \"walk_ns\": %.3f, \"lookup_ns\": %.3f, \"bfs_ns\": %.3f, \"elements\": %zu, "
         "\"checksum\": \"0x%016llx\", \"same_line\": %.4f, \"within_256\": %.4f, \"same_page\": %.4f, \"ahead_256\": %.4f, "
         "\"rss_before_bytes\": %zu, \"peak_rss_delta_bytes\": %zu, \"hwm_reset\": %s%s}\n",
         o.workload.c_str(), allocator.c_str(), o.container.c_str(), o.hint.c_str(), o.layout.c_str(),
         allotheque::tools::malloc_library(), o.n, o.workload == "graph" ? std::size_t(0) : o.lookups, o.passes,
-        o.roots, o.junk, r.build_ns, r.walk_ns, r.lookup_ns, r.bfs_ns, r.elements,
+        o.roots, o.junk, r.build_ns, r.reorganize_ns, r.walk_ns, r.lookup_ns, r.bfs_ns, r.elements,
         static_cast<unsigned long long>(r.checksum), r.same_line, r.within_256, r.same_page, r.ahead_256, m.rss_before,
         peak_delta, m.hwm_reset ? "true" : "false", extra.c_str());
     std::fflush(stdout);
@@ -123,6 +123,10 @@ int drive_heap(const options& o, const char* label, const Args&... args) {
     if (o.container != "std" && o.container != "hinted") return bad_option("container", o.container);
     if (o.workload != "map" && o.workload != "set" && o.workload != "graph") return bad_option("workload", o.workload);
     if (o.container == "hinted" && o.workload == "graph" && o.hint != "source") return bad_option("graph hint", o.hint);
+    if (o.reorganize && (o.container != "hinted" || o.workload == "graph")) {
+        std::fprintf(stderr, "order: --reorganize 1 needs a hinted map or set\n");
+        return 2;
+    }
     if (o.container == "hinted" && o.workload != "graph" && o.hint != "parent" && o.hint != "predecessor" &&
         o.hint != "successor" && o.hint != "none")
         return bad_option("tree hint", o.hint);

@@ -8,7 +8,8 @@
 // /proc/self/maps), malloc (whatever is active), packed (the traversal-order
 // reference), velox, medius (allotheque heaps: std containers with
 // allotheque::allocator, or --container hinted), room (layers::room over
-// velox_heap, --fill 25|50|100 percent).
+// velox_heap, --fill 25|50|100 percent). --reorganize 1: the hinted tree's
+// reorganize() between the build and the timed walks (its time apart).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -20,7 +21,7 @@ namespace {
 int usage() {
     std::fputs("usage: order --workload map|set|graph --allocator NAME [--container std|hinted] [--hint H]\n"
                "             [--layout shared|isolated] [--n N] [--lookups M] [--passes P] [--roots R] [--junk K]"
-               " [--seed S]\n             [--fill 25|50|100]\n",
+               " [--seed S]\n             [--fill 25|50|100] [--reorganize 0|1]\n",
                stderr);
     return 2;
 }
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
         else if (a == "--junk") ok = count(x) && x < 100, o.junk = static_cast<int>(x);
         else if (a == "--seed") ok = count(x), o.seed = x;
         else if (a == "--fill") ok = count(x) && x >= 1 && x <= 100, o.fill = static_cast<unsigned>(x);
+        else if (a == "--reorganize") ok = count(x) && x <= 1, o.reorganize = x == 1;
         else return usage();
         if (!ok) {
             std::fprintf(stderr, "order: bad value '%s' for %s\n", v.c_str(), a.c_str());

@@ -55,11 +55,13 @@ struct options {
     int junk = 1;   // unrelated allocations per insert / edge
     u64 seed = 1;
     unsigned fill = 25;         // room: % of a group foreign blocks may fill (25, 50, 100)
+    bool reorganize = false;    // hinted trees: reorganize() after the build (timed apart)
 };
 
 // What one run measured. Times are medians over passes / roots.
 struct result {
     double build_ns = 0;    // per insert (map, set) or per edge (graph), unrelated allocations included
+    double reorganize_ns = 0;   // per node, the hinted trees' reorganize() (0: not run)
     double walk_ns = 0;     // per node, one in-order pass
     double lookup_ns = 0;   // per lookup
     double bfs_ns = 0;      // per edge scanned
@@ -265,6 +267,13 @@ result run_tree(C& c, Junk& junk, const tree_input& in, const options& o) {
         junk.step();
     }
     r.build_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.keys.size()));
+    if constexpr (requires { c.reorganize(); }) {
+        if (o.reorganize) {
+            const double t1 = now_s();
+            c.reorganize();
+            r.reorganize_ns = (now_s() - t1) * 1e9 / static_cast<double>(std::max<std::size_t>(1, c.size()));
+        }
+    }
     time_tree(c, in, o, r);
     return r;
 }

@@ -15,13 +15,30 @@
 // neighbours: parent hints alternate between predecessor and successor as the
 // node is a right or a left child. bench/order measures the three.
 //
+// reorganize() lays the elements out again, after the fact, in the manner of
+// Chilimbi, Hill and Larus's cache-conscious reorganisation (ccmorph): the
+// tree is cut into clusters, each a subtree's top levels (as many as a page
+// of nodes holds), and the clusters are ordered one after the other (a
+// cluster, then the clusters below it, left to right), each cluster's nodes
+// in key order. The k-th element of that order goes to the k-th lowest of the
+// tree's own node addresses (or, for values whose move may throw, to the k-th
+// of new nodes allocated each next to the one before). A lookup then reads
+// about one page per cluster instead of one per level, and an in-order walk
+// runs upwards through memory. It is for trees built in an order unrelated
+// to how they are read (random inserts mixed with other allocations), which
+// placement at insertion cannot undo (docs/locality.md). The tree's shape is
+// kept; only which node holds which element changes.
+//
 // Memory, copy and move rules are those of hinted_list (see hinted_list.hpp):
 // one heap per container held by pointer, copy construction uses the source's
 // heap, copy assignment keeps this container's heap, moves steal the nodes when
 // the heaps are the same, swap exchanges nodes and heaps.
 #pragma once
+#include <algorithm>
+#include <bit>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -32,6 +49,8 @@
 #include <boost/intrusive/rbtree.hpp>
 
 #include <allotheque/allocator.hpp>
+#include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/mapped_array.hpp>
 #include <allotheque/hint_policy.hpp>
 #include <allotheque/request.hpp>
 
@@ -216,6 +235,30 @@ public:
         tree_.swap(o.tree_);
     }
 
+    // Lays the elements out in the clustered layout (see the top of this
+    // file) and invalidates every iterator, pointer and reference.
+    //   - Values whose move constructor cannot throw stay in the tree's own
+    //     nodes: the k-th element of the clustered order moves into the
+    //     node at the k-th lowest address, and the links follow. Nothing is
+    //     allocated from the heap; 16 bytes per element of scratch are mapped
+    //     from the system while it runs. noexcept but for that scratch
+    //     (std::bad_alloc, the tree unchanged).
+    //   - Other values are copied into new nodes allocated in the clustered
+    //     order, each hinted next to the one before, then the old nodes are
+    //     freed: a second copy of the nodes while it runs. Strong guarantee:
+    //     if the heap refuses a node or a copy throws, the tree is as it was.
+    // A value that can neither be moved without throwing nor copied (a mutex)
+    // has no reorganize().
+    void reorganize()
+        requires(std::is_nothrow_move_constructible_v<Value> || std::is_copy_constructible_v<Value>)
+    {
+        const std::size_t n = tree_.size();
+        if (n < 2) return;
+        detail::mapped_array<relocation> moves(n);
+        if constexpr (std::is_nothrow_move_constructible_v<Value>) permute_in_place(moves);
+        else copy_into_new_nodes(moves);
+    }
+
 protected:
     static constexpr std::size_t node_alignment = alignof(node) <= 8 ? 0 : alignof(node);
 
@@ -224,6 +267,162 @@ protected:
         void operator()(node* n) const noexcept {
             n->~node();
             node_allocator(*heap).deallocate(n, 1);
+        }
+    };
+
+    // reorganize(): where each element goes. `to` carries a mark in its low
+    // bit while the elements move (nodes are at least 8-byte aligned).
+    struct relocation {
+        node* from;
+        node* to;
+    };
+    static constexpr std::uintptr_t moved_mark = 1;
+    // Levels per cluster: a complete subtree of them fits a page of nodes.
+    static constexpr unsigned cluster_levels =
+        std::max(1u, static_cast<unsigned>(std::bit_width(detail::page_size / sizeof(node) + 1)) - 1);
+    using node_traits = typename tree_type::node_traits;
+    using node_ptr = typename tree_type::node_ptr;
+    static node* value_of(node_ptr p) noexcept { return tree_type::value_traits::to_value_ptr(p); }
+    static node_ptr hook_of(node* v) noexcept { return tree_type::value_traits::to_node_ptr(*v); }
+
+    // Writes the nodes in clustered order to moves[k].from (k from 0): the
+    // cluster rooted at r in key order, then the clusters hanging below it,
+    // left to right. Recursion depth: the tree's height / cluster_levels.
+    static void order_cluster(node_ptr r, detail::mapped_array<relocation>& out, std::size_t& k) noexcept {
+        node_ptr below[std::size_t{1} << cluster_levels];
+        std::size_t count = 0;
+        auto top = [&](auto& self, node_ptr p, unsigned depth) -> void {
+            if (!p) return;
+            if (depth == cluster_levels) {
+                below[count++] = p;
+                return;
+            }
+            self(self, node_traits::get_left(p), depth + 1);
+            out[k++].from = value_of(p);
+            self(self, node_traits::get_right(p), depth + 1);
+        };
+        top(top, r, 0);
+        for (std::size_t i = 0; i < count; ++i) order_cluster(below[i], out, k);
+    }
+    void clustered_order(detail::mapped_array<relocation>& moves) const noexcept {
+        std::size_t k = 0;
+        order_cluster(const_cast<tree_type&>(tree_).root().pointed_node(), moves, k);
+    }
+    static void sort_by_from(detail::mapped_array<relocation>& m) noexcept {
+        std::sort(m.data(), m.data() + m.size(),
+                  [](const relocation& a, const relocation& b) { return std::less<>{}(a.from, b.from); });
+    }
+    // The entry for old node `from` (moves sorted by from).
+    static relocation& entry_of(detail::mapped_array<relocation>& m, const node* from) noexcept {
+        return *std::lower_bound(m.data(), m.data() + m.size(), from,
+                                 [](const relocation& e, const node* f) { return std::less<>{}(e.from, f); });
+    }
+    static node* target(const relocation& e) noexcept {
+        return reinterpret_cast<node*>(reinterpret_cast<std::uintptr_t>(e.to) & ~moved_mark);
+    }
+
+    void permute_in_place(detail::mapped_array<relocation>& moves) noexcept {
+        // The homes: the same nodes, by address, handed out in clustered order.
+        clustered_order(moves);
+        for (std::size_t i = 0; i < moves.size(); ++i) moves[i].to = moves[i].from;
+        std::sort(moves.data(), moves.data() + moves.size(),
+                  [](const relocation& a, const relocation& b) { return std::less<>{}(a.to, b.to); });
+        clustered_order(moves);
+        sort_by_from(moves);
+
+        const node_ptr header = tree_.end().pointed_node();
+        auto home = [&](node_ptr p) noexcept -> node_ptr {
+            if (!p || p == header) return p;
+            return hook_of(target(entry_of(moves, value_of(p))));
+        };
+        // An element in flight: its value and its links, already mapped to homes.
+        struct carried {
+            alignas(Value) std::byte raw[sizeof(Value)];
+            node_ptr parent, left, right;
+            typename node_traits::color color;
+            Value& value() noexcept { return *std::launder(reinterpret_cast<Value*>(raw)); }
+        };
+        auto load = [&](carried& c, node* from) noexcept {
+            const node_ptr h = hook_of(from);
+            c.parent = home(node_traits::get_parent(h));
+            c.left = home(node_traits::get_left(h));
+            c.right = home(node_traits::get_right(h));
+            c.color = node_traits::get_color(h);
+            ::new (static_cast<void*>(c.raw)) Value(std::move(from->value));
+            from->~node();
+        };
+        auto store = [&](node* to, carried& c) noexcept {
+            ::new (static_cast<void*>(to)) node(std::move(c.value()));
+            c.value().~Value();
+            const node_ptr h = hook_of(to);
+            node_traits::set_parent(h, c.parent);
+            node_traits::set_left(h, c.left);
+            node_traits::set_right(h, c.right);
+            node_traits::set_color(h, c.color);
+        };
+        const node_ptr root = home(node_traits::get_parent(header));
+        const node_ptr leftmost = home(node_traits::get_left(header));
+        const node_ptr rightmost = home(node_traits::get_right(header));
+        // Cycle by cycle: each slot's own element is carried out before the
+        // element bound for it is stored there, so every load reads a node
+        // as the tree left it.
+        carried held[2];
+        for (std::size_t i = 0; i < moves.size(); ++i) {
+            if (reinterpret_cast<std::uintptr_t>(moves[i].to) & moved_mark) continue;
+            unsigned a = 0;
+            load(held[a], moves[i].from);
+            relocation* cur = &moves[i];
+            for (;;) {
+                node* const dest = target(*cur);
+                cur->to = reinterpret_cast<node*>(reinterpret_cast<std::uintptr_t>(dest) | moved_mark);
+                relocation& next = entry_of(moves, dest);
+                if (reinterpret_cast<std::uintptr_t>(next.to) & moved_mark) {   // the cycle's first slot
+                    store(dest, held[a]);
+                    break;
+                }
+                load(held[a ^ 1], dest);
+                store(dest, held[a]);
+                a ^= 1;
+                cur = &next;
+            }
+        }
+        node_traits::set_parent(header, root);
+        node_traits::set_left(header, leftmost);
+        node_traits::set_right(header, rightmost);
+    }
+
+    void copy_into_new_nodes(detail::mapped_array<relocation>& moves) {
+        const std::size_t n = moves.size();
+        clustered_order(moves);
+        node_allocator al(*heap_);
+        std::size_t got = 0;
+        try {
+            for (const void* hint = nullptr; got < n; ++got) hint = moves[got].to = al.allocate(1, hint);
+        } catch (...) {
+            while (got > 0) al.deallocate(moves[--got].to, 1);
+            throw;
+        }
+        sort_by_from(moves);
+        tree_type fresh(tree_.key_comp());
+        try {
+            fresh.clone_from(tree_, relocator{&moves}, disposer{heap_});
+        } catch (...) {
+            // clone_from disposed of the nodes it had built; the others are raw.
+            for (std::size_t i = 0; i < n; ++i)
+                if (!(reinterpret_cast<std::uintptr_t>(moves[i].to) & moved_mark)) al.deallocate(moves[i].to, 1);
+            throw;
+        }
+        tree_.clear_and_dispose(disposer{heap_});
+        tree_.swap(fresh);
+    }
+    // clone_from's cloner: the new node prepared for `old`, copied from it.
+    struct relocator {
+        detail::mapped_array<relocation>* moves;
+        node* operator()(const node& old) const {
+            relocation& e = entry_of(*moves, &old);
+            ::new (static_cast<void*>(e.to)) node(old.value);
+            e.to = reinterpret_cast<node*>(reinterpret_cast<std::uintptr_t>(e.to) | moved_mark);
+            return target(e);
         }
     };
 

@@ -1,0 +1,328 @@
+// hinted_set / hinted_map reorganize(): the clustered layout of
+// stl/hinted_tree.hpp. Random operations with reorganisations in between,
+// checked against std::map (every element, both directions, lookups, and
+// inserts and erases afterwards, which rebalance through the rewritten links
+// and colours); the layout itself (clusters in key order, upward in memory);
+// which path each value type takes; and the bad cases: a heap that refuses a
+// node and a copy that throws leave the tree as it was, with nothing leaked.
+#include "catch.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <new>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <allotheque/allocators/medius.hpp>
+#include <allotheque/allocators/velox.hpp>
+#include <allotheque/sources/counting_source.hpp>
+#include <allotheque/sources/malloc_source.hpp>
+#include <allotheque/stl/hinted_map.hpp>
+#include <allotheque/stl/hinted_set.hpp>
+
+namespace al = allotheque;
+
+namespace {
+using counted = al::counting_source<al::malloc_source>;
+using velox_c = al::velox_heap<counted>;
+using medius_c = al::medius_heap<counted>;
+
+template <class M>
+std::vector<const void*> addresses(const M& m) {
+    std::vector<const void*> v;
+    for (auto it = m.begin(); it != m.end(); ++it) v.push_back(it.address());
+    return v;
+}
+
+template <class M, class R>
+void check_same(const M& m, const R& ref) {
+    REQUIRE(m.size() == ref.size());
+    CHECK(std::equal(m.begin(), m.end(), ref.begin(), ref.end()));
+    CHECK(std::equal(m.rbegin(), m.rend(), ref.rbegin(), ref.rend()));
+    for (const auto& [k, v] : ref) {
+        auto it = m.find(k);
+        REQUIRE(it != m.end());
+        CHECK(it->second == v);
+    }
+}
+
+// A value whose move may throw (so reorganize() copies) and whose copies can
+// be made to throw after a countdown.
+struct fragile {
+    static inline long live = 0;
+    static inline int copies_left = -1;   // -1: never throw
+    std::uint64_t v = 0;
+    explicit fragile(std::uint64_t x = 0) : v(x) { ++live; }
+    fragile(const fragile& o) : v(o.v) {
+        if (copies_left == 0) throw std::runtime_error("fragile: copy refused");
+        if (copies_left > 0) --copies_left;
+        ++live;
+    }
+    fragile(fragile&& o) noexcept(false) : v(o.v) { ++live; }
+    fragile& operator=(const fragile&) = default;
+    ~fragile() { --live; }
+    bool operator==(const fragile& o) const { return v == o.v; }
+};
+
+// A heap wrapper that counts the blocks it has handed out and not taken
+// back, and refuses every allocation once `left` reaches 0 (-1: never).
+template <class H>
+struct watched {
+    static constexpr std::size_t max_alignment = H::max_alignment;
+    H inner;
+    long left = -1;
+    long live = 0;
+    void* allocate(const al::request& r) {
+        if (left == 0) throw std::bad_alloc();
+        if (left > 0) --left;
+        void* p = inner.allocate(r);
+        ++live;
+        return p;
+    }
+    void deallocate(void* p, const al::request& r) noexcept {
+        inner.deallocate(p, r);
+        --live;
+    }
+};
+// The red-black invariants of a hinted tree, read through its protected
+// members: every parent link matches, no red node has a red child, every
+// path from the root down has as many black nodes, the root is black and the
+// header's leftmost and rightmost are right. reorganize() rewrites every link
+// and colour, which the element order alone would not show.
+template <class Tree>
+struct inspected : Tree {
+    using Tree::Tree;
+    bool valid() const {
+        using nt = typename Tree::node_traits;
+        auto& t = const_cast<typename Tree::tree_type&>(this->tree_);
+        const auto header = t.end().pointed_node();
+        const auto root = nt::get_parent(header);
+        if (!root) return t.empty();
+        if (nt::get_parent(root) != header || nt::get_color(root) != nt::black()) return false;
+        auto leftmost = root, rightmost = root;
+        while (nt::get_left(leftmost)) leftmost = nt::get_left(leftmost);
+        while (nt::get_right(rightmost)) rightmost = nt::get_right(rightmost);
+        if (nt::get_left(header) != leftmost || nt::get_right(header) != rightmost) return false;
+        std::size_t count = 0;
+        auto black_height = [&](auto& self, decltype(root) p) -> long {
+            if (!p) return 1;
+            ++count;
+            const auto l = nt::get_left(p), r = nt::get_right(p);
+            if ((l && nt::get_parent(l) != p) || (r && nt::get_parent(r) != p)) return -1;
+            if (nt::get_color(p) == nt::red() &&
+                ((l && nt::get_color(l) == nt::red()) || (r && nt::get_color(r) == nt::red())))
+                return -1;
+            const long a = self(self, l), b = self(self, r);
+            if (a < 0 || a != b) return -1;
+            return a + (nt::get_color(p) == nt::black());
+        };
+        return black_height(black_height, root) > 0 && count == t.size();
+    }
+};
+
+using watched_velox = watched<velox_c>;
+using watched_medius = watched<medius_c>;
+} // namespace
+
+TEMPLATE_TEST_CASE("reorganize: the map stays the map, through later inserts and erases", "[stl][reorganize]",
+                   watched_velox, watched_medius) {
+    TestType h;
+    {
+        inspected<al::hinted_map<std::uint64_t, std::uint64_t, std::less<>, TestType>> m(h);
+        inspected<al::hinted_set<std::uint64_t, std::less<>, TestType>> s(h);
+        std::map<std::uint64_t, std::uint64_t> ref;
+        std::set<std::uint64_t> rs;
+        std::mt19937_64 rng(5);
+        std::vector<std::pair<void*, std::size_t>> junk;   // interleaved, so the nodes are scattered
+        for (int round = 0; round < 6; ++round) {
+            const int ops = round == 0 ? 1 : 4000 + round * 1500;
+            for (int op = 0; op < ops; ++op) {
+                const std::uint64_t k = rng() % 20000;
+                switch (rng() % 5) {
+                case 0:
+                case 1:
+                case 2:
+                    m.insert_or_assign(k, k * 7 + static_cast<std::uint64_t>(op));
+                    ref.insert_or_assign(k, k * 7 + static_cast<std::uint64_t>(op));
+                    CHECK(s.insert(k).second == rs.insert(k).second);
+                    break;
+                default:
+                    CHECK(m.erase(k) == ref.erase(k));
+                    CHECK(s.erase(k) == rs.erase(k));
+                }
+                const std::size_t n = 16 + rng() % 100;
+                junk.emplace_back(h.inner.allocate(al::request{n, nullptr, 0}), n);
+                if (rng() % 3 == 0) {
+                    std::swap(junk[rng() % junk.size()], junk.back());
+                    h.inner.deallocate(junk.back().first, al::request{junk.back().second, nullptr, 0});
+                    junk.pop_back();
+                }
+            }
+            const long live_before = h.live;
+            const auto before = addresses(m);
+            REQUIRE(m.valid());
+            m.reorganize();
+            s.reorganize();
+            CHECK(m.valid());
+            CHECK(s.valid());
+            check_same(m, ref);
+            CHECK(std::equal(s.begin(), s.end(), rs.begin(), rs.end()));
+            CHECK(std::equal(s.rbegin(), s.rend(), rs.rbegin(), rs.rend()));
+            // In place: the same nodes, nothing allocated or freed.
+            auto after = addresses(m);
+            std::vector<const void*> b = before, a = after;
+            std::sort(b.begin(), b.end());
+            std::sort(a.begin(), a.end());
+            CHECK(a == b);
+            CHECK(h.live == live_before);
+        }
+        for (auto& [p, n] : junk) h.inner.deallocate(p, al::request{n, nullptr, 0});
+    }
+    CHECK(h.live == 0);
+    h.inner.deallocate_all();
+    CHECK(h.inner.source().bytes() == 0);
+}
+
+TEST_CASE("reorganize: empty and single-element trees are left alone", "[stl][reorganize]") {
+    velox_c h;
+    al::hinted_map<int, int, std::less<>, velox_c> m(h);
+    m.reorganize();
+    CHECK(m.empty());
+    m.insert({1, 2});
+    const void* a = m.begin().address();
+    m.reorganize();
+    CHECK(m.begin().address() == a);
+    CHECK(m.at(1) == 2);
+}
+
+TEST_CASE("reorganize: in-order neighbours end up next to each other, upward in memory", "[stl][reorganize]") {
+    velox_c h;
+    al::hinted_map<std::uint64_t, std::uint64_t, std::less<>, velox_c> m(h);
+    std::mt19937_64 rng(9);
+    std::vector<std::pair<void*, std::size_t>> junk;
+    constexpr int n = 50000;
+    for (int i = 0; i < n; ++i) {
+        m.insert({rng(), static_cast<std::uint64_t>(i)});
+        const std::size_t s = 16 + rng() % 100;
+        junk.emplace_back(h.allocate(al::request{s, nullptr, 0}), s);
+    }
+    auto upward_within_page = [&] {
+        std::size_t up = 0;
+        const void* prev = nullptr;
+        for (auto it = m.begin(); it != m.end(); ++it) {
+            const auto x = reinterpret_cast<std::uintptr_t>(prev), y = reinterpret_cast<std::uintptr_t>(it.address());
+            up += prev && y > x && y - x < 4096;
+            prev = it.address();
+        }
+        return static_cast<double>(up) / (n - 1);
+    };
+    const double before = upward_within_page();
+    m.reorganize();
+    const double after = upward_within_page();
+    INFO("in-order neighbours upward within a page: before " << before << ", after " << after);
+    CHECK(before < 0.1);
+    CHECK(after > 0.8);
+    for (auto& [p, s] : junk) h.deallocate(p, al::request{s, nullptr, 0});
+}
+
+TEST_CASE("reorganize: values that may throw when moved are copied into new nodes", "[stl][reorganize]") {
+    watched_velox h;
+    {
+        al::hinted_map<std::string, fragile, std::less<>, watched_velox> m(h);
+        std::map<std::string, std::uint64_t> ref;
+        std::mt19937_64 rng(3);
+        for (int i = 0; i < 3000; ++i) {
+            const std::uint64_t k = rng();
+            m.try_emplace(std::to_string(k), k);
+            ref.emplace(std::to_string(k), k);
+        }
+        const auto before = addresses(m);
+        const long live = fragile::live;
+        const long live_blocks = h.live;
+        m.reorganize();
+        CHECK(fragile::live == live);
+        CHECK(h.live == live_blocks);
+        REQUIRE(m.size() == ref.size());
+        auto it = m.begin();
+        for (const auto& [k, v] : ref) {
+            CHECK(it->first == k);
+            CHECK(it->second.v == v);
+            ++it;
+        }
+        // New nodes: none of the old addresses is still in use.
+        const auto after = addresses(m);
+        std::set<const void*> old(before.begin(), before.end());
+        CHECK(std::none_of(after.begin(), after.end(), [&](const void* p) { return old.count(p) != 0; }));
+        m.insert_or_assign("x", fragile(1));
+        CHECK(m.at("x").v == 1);
+    }
+    CHECK(fragile::live == 0);
+    CHECK(h.live == 0);
+    h.inner.deallocate_all();
+    CHECK(h.inner.source().bytes() == 0);
+}
+
+TEST_CASE("reorganize: a copy that throws leaves the tree as it was", "[stl][reorganize]") {
+    watched_velox h;
+    {
+        al::hinted_map<std::uint64_t, fragile, std::less<>, watched_velox> m(h);
+        for (std::uint64_t i = 0; i < 2000; ++i) m.try_emplace(i * 31 % 2003, i);
+        const auto before = addresses(m);
+        const long live_blocks = h.live;
+        const long live = fragile::live;
+        fragile::copies_left = 1500;
+        CHECK_THROWS_AS(m.reorganize(), std::runtime_error);
+        fragile::copies_left = -1;
+        CHECK(addresses(m) == before);
+        CHECK(h.live == live_blocks);
+        CHECK(fragile::live == live);
+        for (std::uint64_t i = 0; i < 2000; ++i) CHECK(m.at(i * 31 % 2003).v == i);
+        m.reorganize();   // and it still works afterwards
+        for (std::uint64_t i = 0; i < 2000; ++i) CHECK(m.at(i * 31 % 2003).v == i);
+    }
+    CHECK(fragile::live == 0);
+    CHECK(h.live == 0);
+}
+
+TEST_CASE("reorganize: a heap that refuses a node leaves the tree as it was", "[stl][reorganize]") {
+    watched_velox h;
+    {
+        al::hinted_map<std::uint64_t, fragile, std::less<>, watched_velox> m(h);
+        for (std::uint64_t i = 0; i < 1000; ++i) m.try_emplace(i * 7 % 1009, i);
+        const auto before = addresses(m);
+        const long live_blocks = h.live;
+        h.left = 600;
+        CHECK_THROWS_AS(m.reorganize(), std::bad_alloc);
+        h.left = -1;
+        CHECK(addresses(m) == before);
+        CHECK(h.live == live_blocks);
+        for (std::uint64_t i = 0; i < 1000; ++i) CHECK(m.at(i * 7 % 1009).v == i);
+    }
+    CHECK(fragile::live == 0);
+    CHECK(h.live == 0);
+    h.inner.deallocate_all();
+    CHECK(h.inner.source().bytes() == 0);
+}
+
+TEST_CASE("reorganize: values that move without throwing stay in the tree's nodes", "[stl][reorganize]") {
+    STATIC_REQUIRE(std::is_nothrow_move_constructible_v<std::pair<const std::uint64_t, std::uint64_t>>);
+    STATIC_REQUIRE(!std::is_nothrow_move_constructible_v<std::pair<const std::string, int>>);
+    watched_velox h;
+    al::hinted_set<std::uint64_t, std::less<>, watched_velox> s(h);
+    std::set<std::uint64_t> ref;
+    for (std::uint64_t i = 0; i < 500; ++i) {
+        s.insert(i * 13 % 503);
+        ref.insert(i * 13 % 503);
+    }
+    h.left = 0;   // the in-place path asks the heap for nothing
+    s.reorganize();
+    h.left = -1;
+    CHECK(std::equal(s.begin(), s.end(), ref.begin(), ref.end()));
+    CHECK(std::equal(s.rbegin(), s.rend(), ref.rbegin(), ref.rend()));
+}
