@@ -99,7 +99,7 @@ template <class Tree>
 struct inspected : Tree {
     using Tree::Tree;
     bool valid() const {
-        using nt = typename Tree::node_traits;
+        using nt = typename Tree::tree_type::node_traits;
         auto& t = const_cast<typename Tree::tree_type&>(this->tree_);
         const auto header = t.end().pointed_node();
         const auto root = nt::get_parent(header);

@@ -27,18 +27,15 @@
 // runs upwards through memory. It is for trees built in an order unrelated
 // to how they are read (random inserts mixed with other allocations), which
 // placement at insertion cannot undo (docs/locality.md). The tree's shape is
-// kept; only which node holds which element changes.
+// kept; only which node holds which element changes (detail/tree_relayout.hpp).
 //
 // Memory, copy and move rules are those of hinted_list (see hinted_list.hpp):
 // one heap per container held by pointer, copy construction uses the source's
 // heap, copy assignment keeps this container's heap, moves steal the nodes when
 // the heaps are the same, swap exchanges nodes and heaps.
 #pragma once
-#include <algorithm>
-#include <bit>
 #include <concepts>
 #include <cstddef>
-#include <cstdint>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -49,8 +46,7 @@
 #include <boost/intrusive/rbtree.hpp>
 
 #include <allotheque/allocator.hpp>
-#include <allotheque/detail/bits.hpp>
-#include <allotheque/detail/mapped_array.hpp>
+#include <allotheque/detail/tree_relayout.hpp>
 #include <allotheque/hint_policy.hpp>
 #include <allotheque/request.hpp>
 
@@ -254,8 +250,8 @@ public:
     {
         const std::size_t n = tree_.size();
         if (n < 2) return;
-        detail::mapped_array<relocation> moves(n);
-        if constexpr (std::is_nothrow_move_constructible_v<Value>) permute_in_place(moves);
+        typename relayout::moves_type moves(n);
+        if constexpr (std::is_nothrow_move_constructible_v<Value>) relayout::permute(tree_, moves);
         else copy_into_new_nodes(moves);
     }
 
@@ -270,130 +266,13 @@ protected:
         }
     };
 
-    // reorganize(): where each element goes. `to` carries a mark in its low
-    // bit while the elements move (nodes are at least 8-byte aligned).
-    struct relocation {
-        node* from;
-        node* to;
-    };
-    static constexpr std::uintptr_t moved_mark = 1;
-    // Levels per cluster: a complete subtree of them fits a page of nodes.
-    static constexpr unsigned cluster_levels =
-        std::max(1u, static_cast<unsigned>(std::bit_width(detail::page_size / sizeof(node) + 1)) - 1);
-    using node_traits = typename tree_type::node_traits;
-    using node_ptr = typename tree_type::node_ptr;
-    static node* value_of(node_ptr p) noexcept { return tree_type::value_traits::to_value_ptr(p); }
-    static node_ptr hook_of(node* v) noexcept { return tree_type::value_traits::to_node_ptr(*v); }
+    using relayout = detail::tree_relayout<tree_type>;
+    using relocation = typename relayout::relocation;
 
-    // Writes the nodes in clustered order to moves[k].from (k from 0): the
-    // cluster rooted at r in key order, then the clusters hanging below it,
-    // left to right. Recursion depth: the tree's height / cluster_levels.
-    static void order_cluster(node_ptr r, detail::mapped_array<relocation>& out, std::size_t& k) noexcept {
-        node_ptr below[std::size_t{1} << cluster_levels];
-        std::size_t count = 0;
-        auto top = [&](auto& self, node_ptr p, unsigned depth) -> void {
-            if (!p) return;
-            if (depth == cluster_levels) {
-                below[count++] = p;
-                return;
-            }
-            self(self, node_traits::get_left(p), depth + 1);
-            out[k++].from = value_of(p);
-            self(self, node_traits::get_right(p), depth + 1);
-        };
-        top(top, r, 0);
-        for (std::size_t i = 0; i < count; ++i) order_cluster(below[i], out, k);
-    }
-    void clustered_order(detail::mapped_array<relocation>& moves) const noexcept {
-        std::size_t k = 0;
-        order_cluster(const_cast<tree_type&>(tree_).root().pointed_node(), moves, k);
-    }
-    static void sort_by_from(detail::mapped_array<relocation>& m) noexcept {
-        std::sort(m.data(), m.data() + m.size(),
-                  [](const relocation& a, const relocation& b) { return std::less<>{}(a.from, b.from); });
-    }
-    // The entry for old node `from` (moves sorted by from).
-    static relocation& entry_of(detail::mapped_array<relocation>& m, const node* from) noexcept {
-        return *std::lower_bound(m.data(), m.data() + m.size(), from,
-                                 [](const relocation& e, const node* f) { return std::less<>{}(e.from, f); });
-    }
-    static node* target(const relocation& e) noexcept {
-        return reinterpret_cast<node*>(reinterpret_cast<std::uintptr_t>(e.to) & ~moved_mark);
-    }
-
-    void permute_in_place(detail::mapped_array<relocation>& moves) noexcept {
-        // The homes: the same nodes, by address, handed out in clustered order.
-        clustered_order(moves);
-        for (std::size_t i = 0; i < moves.size(); ++i) moves[i].to = moves[i].from;
-        std::sort(moves.data(), moves.data() + moves.size(),
-                  [](const relocation& a, const relocation& b) { return std::less<>{}(a.to, b.to); });
-        clustered_order(moves);
-        sort_by_from(moves);
-
-        const node_ptr header = tree_.end().pointed_node();
-        auto home = [&](node_ptr p) noexcept -> node_ptr {
-            if (!p || p == header) return p;
-            return hook_of(target(entry_of(moves, value_of(p))));
-        };
-        // An element in flight: its value and its links, already mapped to homes.
-        struct carried {
-            alignas(Value) std::byte raw[sizeof(Value)];
-            node_ptr parent, left, right;
-            typename node_traits::color color;
-            Value& value() noexcept { return *std::launder(reinterpret_cast<Value*>(raw)); }
-        };
-        auto load = [&](carried& c, node* from) noexcept {
-            const node_ptr h = hook_of(from);
-            c.parent = home(node_traits::get_parent(h));
-            c.left = home(node_traits::get_left(h));
-            c.right = home(node_traits::get_right(h));
-            c.color = node_traits::get_color(h);
-            ::new (static_cast<void*>(c.raw)) Value(std::move(from->value));
-            from->~node();
-        };
-        auto store = [&](node* to, carried& c) noexcept {
-            ::new (static_cast<void*>(to)) node(std::move(c.value()));
-            c.value().~Value();
-            const node_ptr h = hook_of(to);
-            node_traits::set_parent(h, c.parent);
-            node_traits::set_left(h, c.left);
-            node_traits::set_right(h, c.right);
-            node_traits::set_color(h, c.color);
-        };
-        const node_ptr root = home(node_traits::get_parent(header));
-        const node_ptr leftmost = home(node_traits::get_left(header));
-        const node_ptr rightmost = home(node_traits::get_right(header));
-        // Cycle by cycle: each slot's own element is carried out before the
-        // element bound for it is stored there, so every load reads a node
-        // as the tree left it.
-        carried held[2];
-        for (std::size_t i = 0; i < moves.size(); ++i) {
-            if (reinterpret_cast<std::uintptr_t>(moves[i].to) & moved_mark) continue;
-            unsigned a = 0;
-            load(held[a], moves[i].from);
-            relocation* cur = &moves[i];
-            for (;;) {
-                node* const dest = target(*cur);
-                cur->to = reinterpret_cast<node*>(reinterpret_cast<std::uintptr_t>(dest) | moved_mark);
-                relocation& next = entry_of(moves, dest);
-                if (reinterpret_cast<std::uintptr_t>(next.to) & moved_mark) {   // the cycle's first slot
-                    store(dest, held[a]);
-                    break;
-                }
-                load(held[a ^ 1], dest);
-                store(dest, held[a]);
-                a ^= 1;
-                cur = &next;
-            }
-        }
-        node_traits::set_parent(header, root);
-        node_traits::set_left(header, leftmost);
-        node_traits::set_right(header, rightmost);
-    }
-
-    void copy_into_new_nodes(detail::mapped_array<relocation>& moves) {
+    // The clustered layout in new nodes, each hinted next to the one before.
+    void copy_into_new_nodes(typename relayout::moves_type& moves) {
         const std::size_t n = moves.size();
-        clustered_order(moves);
+        relayout::clustered_order(tree_, moves);
         node_allocator al(*heap_);
         std::size_t got = 0;
         try {
@@ -402,14 +281,14 @@ protected:
             while (got > 0) al.deallocate(moves[--got].to, 1);
             throw;
         }
-        sort_by_from(moves);
+        relayout::sort_by_from(moves);
         tree_type fresh(tree_.key_comp());
         try {
             fresh.clone_from(tree_, relocator{&moves}, disposer{heap_});
         } catch (...) {
             // clone_from disposed of the nodes it had built; the others are raw.
             for (std::size_t i = 0; i < n; ++i)
-                if (!(reinterpret_cast<std::uintptr_t>(moves[i].to) & moved_mark)) al.deallocate(moves[i].to, 1);
+                if (!relayout::arrived(moves[i])) al.deallocate(moves[i].to, 1);
             throw;
         }
         tree_.clear_and_dispose(disposer{heap_});
@@ -417,12 +296,12 @@ protected:
     }
     // clone_from's cloner: the new node prepared for `old`, copied from it.
     struct relocator {
-        detail::mapped_array<relocation>* moves;
+        typename relayout::moves_type* moves;
         node* operator()(const node& old) const {
-            relocation& e = entry_of(*moves, &old);
+            relocation& e = relayout::entry_of(*moves, &old);
             ::new (static_cast<void*>(e.to)) node(old.value);
-            e.to = reinterpret_cast<node*>(reinterpret_cast<std::uintptr_t>(e.to) | moved_mark);
-            return target(e);
+            relayout::mark_arrived(e);
+            return relayout::target(e);
         }
     };
 

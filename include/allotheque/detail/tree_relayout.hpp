@@ -1,0 +1,169 @@
+// detail::tree_relayout<Tree>: the clustered layout behind hinted_set's and
+// hinted_map's reorganize() (stl/hinted_tree.hpp says what it is for), over a
+// Boost.Intrusive red-black tree whose nodes have a `value` member and are
+// built from it.
+//
+//   clustered_order  which element goes k-th: the tree cut into clusters (a
+//                    subtree's top levels, as many as a page of nodes holds),
+//                    a cluster, then the clusters below it left to right,
+//                    each cluster in key order
+//   permute          the k-th element of that order into the node at the k-th
+//                    lowest address, links and colours rewritten: cycle by
+//                    cycle, each node's own element carried out before the
+//                    element bound for it is stored there
+//
+// `moves` (one relocation per element, 16 bytes) is the caller's scratch.
+#pragma once
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/mapped_array.hpp>
+
+namespace allotheque::detail {
+
+template <class Tree>
+struct tree_relayout {
+    using node = typename Tree::value_type;
+    using value_type = decltype(std::declval<node&>().value);
+    using node_traits = typename Tree::node_traits;
+    using node_ptr = typename Tree::node_ptr;
+
+    // `to` carries a mark in its low bit once its element has arrived (nodes
+    // are at least 8-byte aligned).
+    struct relocation {
+        node* from;
+        node* to;
+    };
+    using moves_type = mapped_array<relocation>;
+
+    // Levels per cluster: a complete subtree of them fits a page of nodes.
+    static constexpr unsigned cluster_levels =
+        std::max(1u, static_cast<unsigned>(std::bit_width(page_size / sizeof(node) + 1)) - 1);
+
+    static node* element(node_ptr p) noexcept { return Tree::value_traits::to_value_ptr(p); }
+    static node_ptr hook(node* v) noexcept { return Tree::value_traits::to_node_ptr(*v); }
+    static node* target(const relocation& e) noexcept {
+        return reinterpret_cast<node*>(reinterpret_cast<std::uintptr_t>(e.to) & ~std::uintptr_t{1});
+    }
+    static bool arrived(const relocation& e) noexcept { return reinterpret_cast<std::uintptr_t>(e.to) & 1u; }
+    static void mark_arrived(relocation& e) noexcept {
+        e.to = reinterpret_cast<node*>(reinterpret_cast<std::uintptr_t>(e.to) | 1u);
+    }
+
+    // moves[k].from = the k-th node of the clustered order (t not empty).
+    static void clustered_order(Tree& t, moves_type& moves) noexcept {
+        std::size_t k = 0;
+        order_cluster(t.root().pointed_node(), moves, k);
+    }
+    static void sort_by_from(moves_type& m) noexcept {
+        std::sort(m.data(), m.data() + m.size(),
+                  [](const relocation& a, const relocation& b) { return std::less<>{}(a.from, b.from); });
+    }
+    // The relocation of node `from` (moves sorted by from).
+    static relocation& entry_of(moves_type& m, const node* from) noexcept {
+        return *std::lower_bound(m.data(), m.data() + m.size(), from,
+                                 [](const relocation& e, const node* f) { return std::less<>{}(e.from, f); });
+    }
+
+    // The clustered layout in the tree's own nodes. Nothing is allocated.
+    static void permute(Tree& t, moves_type& moves) noexcept
+        requires std::is_nothrow_move_constructible_v<value_type>
+    {
+        // The homes: the same nodes, by address, handed out in clustered order.
+        clustered_order(t, moves);
+        for (std::size_t i = 0; i < moves.size(); ++i) moves[i].to = moves[i].from;
+        std::sort(moves.data(), moves.data() + moves.size(),
+                  [](const relocation& a, const relocation& b) { return std::less<>{}(a.to, b.to); });
+        clustered_order(t, moves);
+        sort_by_from(moves);
+
+        const node_ptr header = t.end().pointed_node();
+        auto home = [&](node_ptr p) noexcept -> node_ptr {
+            if (!p || p == header) return p;
+            return hook(target(entry_of(moves, element(p))));
+        };
+        const node_ptr root = home(node_traits::get_parent(header));
+        const node_ptr leftmost = home(node_traits::get_left(header));
+        const node_ptr rightmost = home(node_traits::get_right(header));
+        carried held[2];
+        for (std::size_t i = 0; i < moves.size(); ++i) {
+            if (arrived(moves[i])) continue;
+            unsigned a = 0;
+            held[a].load(moves[i].from, home);
+            relocation* cur = &moves[i];
+            for (;;) {
+                node* const dest = target(*cur);
+                mark_arrived(*cur);
+                relocation& next = entry_of(moves, dest);
+                if (arrived(next)) {   // dest is the cycle's first node, already carried out
+                    held[a].store(dest);
+                    break;
+                }
+                held[a ^ 1].load(dest, home);
+                held[a].store(dest);
+                a ^= 1;
+                cur = &next;
+            }
+        }
+        node_traits::set_parent(header, root);
+        node_traits::set_left(header, leftmost);
+        node_traits::set_right(header, rightmost);
+    }
+
+private:
+    // An element in flight: its value, and its links already mapped to homes.
+    struct carried {
+        alignas(value_type) std::byte raw[sizeof(value_type)];
+        node_ptr parent, left, right;
+        typename node_traits::color color;
+
+        value_type& value() noexcept { return *std::launder(reinterpret_cast<value_type*>(raw)); }
+        template <class Home>
+        void load(node* from, Home& home) noexcept {
+            const node_ptr h = hook(from);
+            parent = home(node_traits::get_parent(h));
+            left = home(node_traits::get_left(h));
+            right = home(node_traits::get_right(h));
+            color = node_traits::get_color(h);
+            ::new (static_cast<void*>(raw)) value_type(std::move(from->value));
+            from->~node();
+        }
+        void store(node* to) noexcept {
+            ::new (static_cast<void*>(to)) node(std::move(value()));
+            value().~value_type();
+            const node_ptr h = hook(to);
+            node_traits::set_parent(h, parent);
+            node_traits::set_left(h, left);
+            node_traits::set_right(h, right);
+            node_traits::set_color(h, color);
+        }
+    };
+
+    // The cluster rooted at r in key order, then the clusters hanging below
+    // it, left to right. Recursion depth: the tree's height / cluster_levels.
+    static void order_cluster(node_ptr r, moves_type& out, std::size_t& k) noexcept {
+        node_ptr below[std::size_t{1} << cluster_levels];
+        std::size_t count = 0;
+        auto top = [&](auto& self, node_ptr p, unsigned depth) -> void {
+            if (!p) return;
+            if (depth == cluster_levels) {
+                below[count++] = p;
+                return;
+            }
+            self(self, node_traits::get_left(p), depth + 1);
+            out[k++].from = element(p);
+            self(self, node_traits::get_right(p), depth + 1);
+        };
+        top(top, r, 0);
+        for (std::size_t i = 0; i < count; ++i) order_cluster(below[i], out, k);
+    }
+};
+
+} // namespace allotheque::detail
