@@ -35,11 +35,11 @@ struct tree_relayout {
     using node_traits = typename Tree::node_traits;
     using node_ptr = typename Tree::node_ptr;
 
-    // `to` carries a mark in its low bit once its element has arrived (nodes
-    // are at least 8-byte aligned).
+    // `to`: the node's new home, with a mark in its low bit once the element
+    // has arrived there (nodes are at least 8-byte aligned).
     struct relocation {
         node* from;
-        node* to;
+        std::uintptr_t to;
     };
     using moves_type = mapped_array<relocation>;
 
@@ -49,13 +49,9 @@ struct tree_relayout {
 
     static node* element(node_ptr p) noexcept { return Tree::value_traits::to_value_ptr(p); }
     static node_ptr hook(node* v) noexcept { return Tree::value_traits::to_node_ptr(*v); }
-    static node* target(const relocation& e) noexcept {
-        return reinterpret_cast<node*>(reinterpret_cast<std::uintptr_t>(e.to) & ~std::uintptr_t{1});
-    }
-    static bool arrived(const relocation& e) noexcept { return reinterpret_cast<std::uintptr_t>(e.to) & 1u; }
-    static void mark_arrived(relocation& e) noexcept {
-        e.to = reinterpret_cast<node*>(reinterpret_cast<std::uintptr_t>(e.to) | 1u);
-    }
+    static node* target(const relocation& e) noexcept { return reinterpret_cast<node*>(e.to & ~std::uintptr_t{1}); }
+    static bool arrived(const relocation& e) noexcept { return e.to & 1u; }
+    static void mark_arrived(relocation& e) noexcept { e.to |= 1u; }
 
     // moves[k].from = the k-th node of the clustered order (t not empty).
     static void clustered_order(Tree& t, moves_type& moves) noexcept {
@@ -76,13 +72,14 @@ struct tree_relayout {
     static void permute(Tree& t, moves_type& moves) noexcept
         requires std::is_nothrow_move_constructible_v<value_type>
     {
-        // The homes: the same nodes, by address, handed out in clustered order.
+        // The homes are the same nodes by address: the k-th of the clustered
+        // order goes to the k-th lowest. Its rank rides through the sort by
+        // node in `to`; sorted, entry k holds the k-th lowest node.
         clustered_order(t, moves);
-        for (std::size_t i = 0; i < moves.size(); ++i) moves[i].to = moves[i].from;
-        std::sort(moves.data(), moves.data() + moves.size(),
-                  [](const relocation& a, const relocation& b) { return std::less<>{}(a.to, b.to); });
-        clustered_order(t, moves);
+        for (std::size_t k = 0; k < moves.size(); ++k) moves[k].to = k;
         sort_by_from(moves);
+        for (std::size_t i = 0; i < moves.size(); ++i)
+            moves[i].to = reinterpret_cast<std::uintptr_t>(moves[moves[i].to].from);
 
         const node_ptr header = t.end().pointed_node();
         auto home = [&](node_ptr p) noexcept -> node_ptr {

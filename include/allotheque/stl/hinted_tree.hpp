@@ -36,6 +36,7 @@
 #pragma once
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <iterator>
 #include <memory>
@@ -276,9 +277,13 @@ protected:
         node_allocator al(*heap_);
         std::size_t got = 0;
         try {
-            for (const void* hint = nullptr; got < n; ++got) hint = moves[got].to = al.allocate(1, hint);
+            for (const void* hint = nullptr; got < n; ++got) {
+                node* fresh_node = al.allocate(1, hint);
+                moves[got].to = reinterpret_cast<std::uintptr_t>(fresh_node);
+                hint = fresh_node;
+            }
         } catch (...) {
-            while (got > 0) al.deallocate(moves[--got].to, 1);
+            while (got > 0) al.deallocate(relayout::target(moves[--got]), 1);
             throw;
         }
         relayout::sort_by_from(moves);
@@ -288,7 +293,7 @@ protected:
         } catch (...) {
             // clone_from disposed of the nodes it had built; the others are raw.
             for (std::size_t i = 0; i < n; ++i)
-                if (!relayout::arrived(moves[i])) al.deallocate(moves[i].to, 1);
+                if (!relayout::arrived(moves[i])) al.deallocate(relayout::target(moves[i]), 1);
             throw;
         }
         tree_.clear_and_dispose(disposer{heap_});
@@ -299,7 +304,7 @@ protected:
         typename relayout::moves_type* moves;
         node* operator()(const node& old) const {
             relocation& e = relayout::entry_of(*moves, &old);
-            ::new (static_cast<void*>(e.to)) node(old.value);
+            ::new (static_cast<void*>(relayout::target(e))) node(old.value);
             relayout::mark_arrived(e);
             return relayout::target(e);
         }
