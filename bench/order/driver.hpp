@@ -89,6 +89,13 @@ inline int bad_option(const char* what, const std::string& v) {
     return 2;
 }
 
+// --reorganize 1 only means something for a hinted map or set.
+inline int check_reorganize(const options& o) {
+    if (!o.reorganize || (o.container == "hinted" && o.workload != "graph" && o.allocator != "packed")) return 0;
+    std::fprintf(stderr, "order: --reorganize 1 needs a hinted map or set\n");
+    return 2;
+}
+
 // What a run needs before its memory is measured: the input and the stream
 // of unrelated allocations (with its bookkeeping reserved).
 template <class JunkMem>
@@ -123,10 +130,7 @@ int drive_heap(const options& o, const char* label, const Args&... args) {
     if (o.container != "std" && o.container != "hinted") return bad_option("container", o.container);
     if (o.workload != "map" && o.workload != "set" && o.workload != "graph") return bad_option("workload", o.workload);
     if (o.container == "hinted" && o.workload == "graph" && o.hint != "source") return bad_option("graph hint", o.hint);
-    if (o.reorganize && (o.container != "hinted" || o.workload == "graph")) {
-        std::fprintf(stderr, "order: --reorganize 1 needs a hinted map or set\n");
-        return 2;
-    }
+    if (int e = check_reorganize(o)) return e;
     if (o.container == "hinted" && o.workload != "graph" && o.hint != "parent" && o.hint != "predecessor" &&
         o.hint != "successor" && o.hint != "none")
         return bad_option("tree hint", o.hint);

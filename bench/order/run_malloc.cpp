@@ -9,11 +9,7 @@ namespace {
 int check_plain(const options& o) {
     if (o.layout != "shared") return bad_option("layout (malloc has one heap)", o.layout);
     if (o.workload != "map" && o.workload != "set" && o.workload != "graph") return bad_option("workload", o.workload);
-    if (o.reorganize && (o.container != "hinted" || o.workload == "graph" || o.allocator == "packed")) {
-        std::fprintf(stderr, "order: --reorganize 1 needs a hinted map or set\n");
-        return 2;
-    }
-    return 0;
+    return check_reorganize(o);
 }
 } // namespace
 
