@@ -484,6 +484,100 @@ TEST_CASE("heap: trim keeps every live block and gives the rest back", "[backend
     for (int i = 0; i < 1000; ++i) h.deallocate(h.allocate(al::request{40}), al::request{40});
 }
 
+// Pages of a span, from its first, that are resident now (mincore).
+std::size_t resident_pages(const be::span& sp) {
+    std::vector<unsigned char> v(sp.bytes / page);
+    REQUIRE(::mincore(sp.base, sp.bytes, v.data()) == 0);
+    std::size_t n = 0;
+    while (n < v.size() && (v[n] & 1)) ++n;
+    for (std::size_t k = n; k < v.size(); ++k) REQUIRE((v[k] & 1) == 0);   // a prefix, nothing past it
+    return n;
+}
+
+// A span of chunks below a page is reserved for its size and handed to the
+// partition a refill at a time: one record per reservation, and no page
+// written before its chunks are needed.
+TEST_CASE("heap: a span of small chunks is reserved for its size and handed out a page at a time", "[backend]") {
+    using heap_t = al::quickfit_heap<al::mmap_source, prompt<al::reclaim_policy::never>>;
+    constexpr std::size_t reserve = al::heap_config{}.span_reserve;
+    auto& map = be::page_map::instance();
+    SECTION("one size: chunks in address order, the span's pages made resident one by one") {
+        heap_t h;
+        std::vector<std::byte*> v;
+        v.push_back(static_cast<std::byte*>(h.allocate(al::request{16})));
+        const be::span* sp = map.find(v[0]);
+        REQUIRE(sp != nullptr);
+        CHECK(sp->bytes == reserve);
+        CHECK(sp->handed == page);
+        CHECK(resident_pages(*sp) == 1);
+        CHECK(h.stats().small_span_bytes == reserve);
+        for (std::size_t i = 1; i < reserve / 16; ++i) {
+            v.push_back(static_cast<std::byte*>(h.allocate(al::request{16})));
+            REQUIRE(v[i] == v[i - 1] + 16);   // the same span, upwards, across refills
+            REQUIRE(sp->handed == al::detail::round_up((i + 1) * 16, page));
+            REQUIRE(resident_pages(*sp) == sp->handed / page);
+        }
+        CHECK(h.stats().small_span_bytes == reserve);   // one record for all of them
+        auto* next = static_cast<std::byte*>(h.allocate(al::request{16}));
+        CHECK(map.find(next) != sp);   // used up: the next refill takes a new span
+        CHECK(h.stats().small_span_bytes == 2 * reserve);
+        h.deallocate(next, al::request{16});
+        for (std::byte* p : v) h.deallocate(p, al::request{16});
+        h.trim();
+        CHECK(h.stats().small_span_bytes == 0u);
+    }
+    SECTION("a span partly handed out goes back when its handed chunks are free") {
+        heap_t h;
+        void* p = h.allocate(al::request{48});
+        CHECK(map.find(p)->handed < map.find(p)->bytes);
+        h.deallocate(p, al::request{48});
+        h.trim();
+        CHECK(h.stats().small_span_bytes == 0u);
+        // and the heap reserves afresh
+        void* q = h.allocate(al::request{48});
+        CHECK(h.stats().small_span_bytes == reserve);
+        h.deallocate(q, al::request{48});
+    }
+    SECTION("every size below a page keeps its own span, whatever the others do") {
+        al::velox_heap<al::mmap_source, prompt<al::reclaim_policy::never>> h;   // exact sizes
+        std::vector<std::pair<std::byte*, std::size_t>> first;
+        for (std::size_t n = 8; n < page; n += 8)
+            first.emplace_back(static_cast<std::byte*>(h.allocate(al::request{n})), n);
+        for (auto [p, n] : first) {
+            // Enough chunks for a second refill of this size, after every other size refilled.
+            const std::size_t more = page / n + 1;
+            std::vector<void*> v;
+            for (std::size_t k = 0; k < more; ++k) {
+                v.push_back(h.allocate(al::request{n}));
+                REQUIRE(map.find(v.back()) == map.find(p));
+            }
+            for (void* q : v) h.deallocate(q, al::request{n});
+        }
+        for (auto [p, n] : first) h.deallocate(p, al::request{n});
+        h.trim();
+        CHECK(h.stats().small_span_bytes == 0u);
+    }
+    SECTION("chunks of a page or more: the whole span at once") {
+        heap_t h;
+        void* p = h.allocate(al::request{5000});
+        const be::span* sp = map.find(p);
+        CHECK(sp->handed == sp->bytes / sp->chunk * sp->chunk);
+        h.deallocate(p, al::request{5000});
+    }
+    SECTION("a pointer past the chunks handed out is one the heap did not hand out") {
+        heap_t h;
+        auto* p = static_cast<std::byte*>(h.allocate(al::request{64}));
+        std::byte* beyond = p + 2 * page;   // in the span, not handed out yet
+        CHECK(map.find(beyond) == map.find(p));
+        CHECK(heap_t::span_of_any(beyond) == nullptr);
+        CHECK(h.owns(beyond));   // the span is the heap's ...
+        const auto [aborted, err] = in_child([&] { h.deallocate(beyond); });
+        CHECK(aborted);   // ... but no block starts there
+        CHECK(err.find("did not hand out") != std::string::npos);
+        h.deallocate(p, al::request{64});
+    }
+}
+
 // A span record's free-set links share bytes with its in-use fields (the
 // large block's request, the sweep's scratch): records go round every state
 // here, through merges, splits, sweeps and trims, against a model of the

@@ -6,7 +6,10 @@
 // allocate: round the size to the chunk size that serves it (good_size), look
 // in the partition, and when nothing fits refill: take a span from the back end
 // (whole pages, only chunks of this size: the page map maps each of its pages to
-// it), give all its chunks but the first to the partition, return the first.
+// it), give its chunks but the first to the partition, return the first. A span
+// of chunks below a page is a reservation for its size (heap_config::
+// span_reserve) whose chunks go to the partition refill_span at a time: the
+// next refill of that size continues in it.
 // A request above the large threshold is a span of its own (a large block).
 // Deallocation is sized: the size given at allocation is rounded the same way
 // and the chunk returns to every class it belongs to. deallocate(p) without a
@@ -301,6 +304,7 @@ public:
         spans_.release_all();
         P::destroy(root_);
         P::init(root_);
+        for (span*& r : reserved_) r = nullptr;
         live_ = 0;
         last_ = nullptr;
         set_floor();
@@ -378,14 +382,17 @@ private:
 
     // Whole pages holding at least one chunk. The tail past the last chunk is
     // lost for as long as the span lives (no chunk of another size may sit
-    // there): the fewest pages, up to 8 refill spans, that lose at most 1/32
-    // of the span (sub-page chunks; at 1/8, sizes of a few hundred bytes lost
-    // 5 % on average, most of em3d's overhead) or 1/8 (chunks of a page or
-    // more: a refill writes a link into every chunk, making its page
+    // there): the fewest pages, up to 8 times the first try, that lose at
+    // most 1/32 of the span (sub-page chunks; at 1/8, sizes of a few hundred
+    // bytes lost 5 % on average, most of em3d's overhead) or 1/8 (chunks of a
+    // page or more: a refill writes a link into every chunk, making its page
     // resident, so a longer span costs a program using one or two such
-    // chunks more than the tail it saves); else the smallest share.
+    // chunks more than the tail it saves); else the smallest share. Spans of
+    // sub-page chunks are reservations (reserve_for), handed out a refill at
+    // a time, so their first try is the reservation.
     static constexpr std::size_t span_for(std::size_t s) noexcept {
-        const std::size_t first = detail::round_up(std::max(s, cfg.refill_span), detail::page_size);
+        const std::size_t first = detail::round_up(std::max(s, s < detail::page_size ? reserve : cfg.refill_span),
+                                                   detail::page_size);
         const std::size_t tolerance = s < detail::page_size ? 32 : 8;
         std::size_t best = first;
         for (std::size_t t = first; t <= 8 * first; t += detail::page_size) {
@@ -394,8 +401,32 @@ private:
         }
         return best;
     }
+    // Bytes of a span handed to the partition per refill: refill_span for
+    // sub-page chunks (the rest of the span waits, untouched, for the next
+    // refill of that size), the whole span otherwise.
+    static constexpr std::size_t step_for(std::size_t s) noexcept {
+        return s < detail::page_size ? detail::round_up(cfg.refill_span, detail::page_size) : span_for(s);
+    }
+    // A span of sub-page chunks is reserved for its size at this length. Its
+    // 128-byte record (backend/span.hpp) is then 0.8 % of a 16 KiB span
+    // rather than 3.1 % of a 4 KiB one, and since the pages past the
+    // chunks handed out are never written, no page is resident before its
+    // chunks are needed: a heap using a size lightly pays for what it uses.
+    static constexpr std::size_t reserve = std::max(cfg.span_reserve, cfg.refill_span);
+
+    // Per sub-page chunk size, the span whose chunks are not all handed out
+    // yet. One slot per size: programs use dozens of sizes at once (em3d,
+    // 70), and a slot shared by several sizes kept taking a span from one
+    // to give the next a fresh one, each leaving a page of chunks behind.
+    static constexpr std::size_t reserve_slots = detail::page_size / granularity;
+    static constexpr std::size_t slot_of(std::size_t s) noexcept { return s / granularity % reserve_slots; }
+    void forget_reservation(const span* sp) noexcept {
+        span*& r = reserved_[slot_of(sp->chunk)];
+        if (r == sp) r = nullptr;
+    }
 
     [[gnu::noinline, gnu::cold]] std::byte* refill(std::size_t s, const void* hint) noexcept {
+        if (span* r = reserved_[slot_of(s)]; r && r->chunk == s) return hand_out(r);
         const std::size_t bytes = span_for(s);
         if constexpr (sweepable_partition<P> && cfg.reclaim != reclaim_policy::never) {
             // The threshold policy's one trigger, off the fast paths: a refill
@@ -413,15 +444,27 @@ private:
         if (!sp && sweep_for_memory()) sp = spans_.open(bytes, hint, state::small, owner_tag_);
         if (!sp) return nullptr;
         sp->set_chunk(static_cast<std::uint32_t>(s));
+        sp->handed = 0;
         if constexpr (classifies) sp->chunk_class = static_cast<std::uint16_t>(P::classify(s).index);
         if (!P::prepare(root_, sp->base, bytes)) {
             spans_.close(sp);
             return nullptr;
         }
         note_held();
-        // The lowest address on top, so that consecutive allocations walk upwards.
-        for (std::size_t k = bytes / s; k-- > 1;) P::deallocate(root_, sp->base + k * s, s);
-        return sp->base;
+        if (step_for(s) < bytes) reserved_[slot_of(s)] = sp;
+        return hand_out(sp);
+    }
+    // The next step_for(s) bytes' worth of sp's chunks: the first is returned,
+    // the others go to the partition, the lowest address on top, so that
+    // consecutive allocations walk upwards.
+    std::byte* hand_out(span* sp) noexcept {
+        const std::size_t s = sp->chunk, total = sp->bytes / s;
+        const std::size_t from = sp->handed / s;
+        const std::size_t to = std::min((std::min(sp->handed + step_for(s), sp->bytes) + s - 1) / s, total);
+        sp->handed = to * s;
+        if (to == total) forget_reservation(sp);
+        for (std::size_t k = to; k-- > from + 1;) P::deallocate(root_, sp->base + k * s, s);
+        return sp->base + from * s;
     }
 
     // A large block is a span of its own; aligned beyond a page, its payload
@@ -453,7 +496,9 @@ private:
 
     span* span_of(const void* p, const char* what) const noexcept {
         span* sp = backend::page_map::instance().find(p);
-        if (!sp || sp->owner != owner_tag_ || (sp->state != state::small && sp->state != state::large))
+        // In a reserved span, past the chunks handed out: never allocated.
+        if (!sp || sp->owner != owner_tag_ || (sp->state != state::small && sp->state != state::large) ||
+            (sp->state == state::small && static_cast<const std::byte*>(p) >= sp->base + sp->handed))
             detail::fail("allotheque::heap", "a pointer this heap did not hand out", what, p);
         if (sp->state == state::large ? static_cast<const std::byte*>(p) != sp->base + sp->chunk : !sp->chunk_start(p))
             detail::fail("allotheque::heap", "a pointer inside a block, not at its start", what, p);
@@ -541,8 +586,9 @@ private:
             span* next = sp->sweep.next;
             const std::size_t s = sp->chunk;
             std::byte* c = sp->sweep.chunks;
-            if (sp->sweep.count == sp->bytes / s) {
+            if (sp->sweep.count == sp->handed / s) {
                 released_bytes += sp->bytes;
+                forget_reservation(sp);
                 spans_.close(sp);
             } else {
                 std::byte* batch[64];
@@ -577,6 +623,7 @@ private:
             spans_.close(all);
             all = next;
         }
+        for (span*& r : reserved_) r = nullptr;
         last_ = nullptr;
     }
 
@@ -584,6 +631,7 @@ private:
         typename P::header_type root_;
     };
     backend::span_registry<S, Options> spans_{};
+    span* reserved_[reserve_slots] = {};
     const void* last_ = nullptr;
     const void* owner_tag_ = this;
     std::size_t live_ = 0, reclaim_floor_ = 0, peak_os_ = 0, reclaims_ = 0;

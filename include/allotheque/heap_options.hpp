@@ -52,6 +52,11 @@ struct heap_config {
     // and a store per free. Off by default (layers::checked is the full
     // checker); the malloc replacement turns it on.
     bool free_marks = false;
+    // Exact-size heaps, chunks below a page: a span is reserved for one size
+    // at this length (at least refill_span) and handed to the partition
+    // refill_span at a time; pages not handed out yet are never written. The
+    // back end's record per span is then paid per reservation.
+    std::size_t span_reserve = 16 * 1024;
 };
 
 template <heap_config C = heap_config{}>
@@ -62,6 +67,7 @@ struct configured {
                   "heap_config: growth a multiple of the page size, max_growth >= min_growth");
     static_assert(C.granularity >= 8 && detail::is_pow2(C.granularity) && C.granularity <= C.refill_span,
                   "heap_config: granularity a power of two >= 8");
+    static_assert(C.span_reserve % detail::page_size == 0, "heap_config: span_reserve a multiple of the page size");
     static constexpr heap_config config = C;
     static constexpr std::size_t refill_span = C.refill_span;
     static constexpr std::size_t large_threshold = C.large_threshold;

@@ -89,7 +89,9 @@ constexpr const char* heap_name = "lea";
 using marks = at::detail::free_marks<8>;   // word 0 is the remote link
 #else
 #if defined(ALLOTHEQUE_MALLOC_HEAP_VELOX)
-using heap_type = at::velox_heap<at::arena_source, options>;
+// One-page spans, as velox_heap_options (allocators/velox.hpp) says why.
+using heap_type = at::velox_heap<
+    at::arena_source, at::configured<at::heap_config{.granularity = 16, .free_marks = true, .span_reserve = at::detail::page_size}>>;
 constexpr const char* heap_name = "velox";
 #elif defined(ALLOTHEQUE_MALLOC_HEAP_MEDIUS)
 using heap_type = at::medius_heap<at::arena_source, options>;

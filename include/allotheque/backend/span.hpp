@@ -31,7 +31,7 @@ namespace bi = boost::intrusive;
 
 enum class span_state : std::uint8_t { free, small, large, block, region, group };
 
-struct span {
+struct alignas(64) span {
     using set_hook = bi::set_member_hook<bi::optimize_size<true>, bi::link_mode<bi::normal_link>>;
     using list_hook = bi::list_member_hook<bi::link_mode<bi::normal_link>>;
 
@@ -43,27 +43,33 @@ struct span {
     span_state state = span_state::free;
     std::uint16_t chunk_class = 0;   // small: the partition's class for `chunk`, when it has one
 
+    // A span is in a free set or in use, never both, so what only a free span
+    // needs (its two tree links) shares bytes with what only a span in use
+    // needs: a record per span is then 128 bytes instead of 160, and the
+    // records are most of the metadata a heap of small chunks has.
+    // range_set constructs the links when a span joins it;
+    // span_registry::open clears the in-use fields, whichever pool stage
+    // handed the span out.
+    union {
+        set_hook by_address;     // free
+        std::size_t request;     // large: the size asked for (usable size is `bytes`)
+        // small: the bytes from `base` whose chunks the heap has handed to its
+        // partition; the chunks past them are reserved for this size, never
+        // touched yet (heap.hpp, refill). Beside the fields above, in the
+        // record's first cache line: free(p) refuses a chunk past it.
+        std::size_t handed;
+    };
     std::size_t bytes = 0;
+
     span* region = nullptr;    // the source allocation this span is part of (nullptr for a region)
     std::size_t dirty = 0;     // bytes that may hold data or be resident (0: reads as zero)
     std::uint64_t freed_at = 0;   // free: when (ms, monotonic) its newest part came back
     list_hook by_age;   // free + dirty: purge order; in use: the holder's list of spans
 
-    // A span is in a free set or in use, never both, so what only a free span
-    // needs (its two tree links) shares bytes with what only a span in use
-    // needs: a record per 4 KiB span is then 128 bytes instead of 160, and the
-    // records are most of the metadata a heap of small chunks has.
-    // range_set constructs the links when a span joins it;
-    // span_registry::open clears the in-use fields, whichever pool stage
-    // handed the span out.
     struct sweep_scratch {   // a heap's reclaim sweep (heap.hpp), small spans
         std::byte* chunks;   // chunks of this span found free
         span* next;          // the next span the sweep touched
         std::uint32_t count;
-    };
-    union {
-        set_hook by_address;      // free
-        std::size_t request;     // large: the size asked for (usable size is `bytes`)
     };
     union {
         set_hook by_size;         // free
@@ -95,10 +101,11 @@ struct span {
         __extension__ using u128 = unsigned __int128;
         return static_cast<std::uint64_t>((static_cast<u128>(off) * chunk_inverse) >> 64);
     }
-    // Whether p is the start of a chunk of this small span.
+    // Whether p is the start of a chunk of this small span that has been
+    // handed to the heap's partition.
     bool chunk_start(const void* p) const noexcept {
         const auto off = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base);
-        return chunk_index(off) * chunk == off;
+        return off < handed && chunk_index(off) * chunk == off;
     }
 
     std::byte* end() const noexcept { return base + bytes; }
@@ -108,8 +115,8 @@ struct span {
     }
 };
 
-// Four pointers' worth of record per 32 pointers' worth of page would show in
-// every heap's memory figures: keep the record at two cache lines.
+// The record is paid once per span: keep it at two cache lines, aligned, so
+// that what free(p) reads (base to bytes) is one line.
 static_assert(sizeof(void*) != 8 || sizeof(span) == 128, "span: the record grew past 128 bytes");
 
 } // namespace allotheque::backend
