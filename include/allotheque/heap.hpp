@@ -631,12 +631,12 @@ private:
         typename P::header_type root_;
     };
     backend::span_registry<S, Options> spans_{};
-    span* reserved_[reserve_slots] = {};
     const void* last_ = nullptr;
     const void* owner_tag_ = this;
     std::size_t live_ = 0, reclaim_floor_ = 0, peak_os_ = 0, reclaims_ = 0;
     std::size_t sweep_guard_ = max_size;
     std::uint64_t last_reclaim_ms_ = backend::now_ms();
+    span* reserved_[reserve_slots] = {};   // last: the fields above are read on the fast paths
 };
 
 } // namespace allotheque
