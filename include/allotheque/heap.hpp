@@ -388,7 +388,7 @@ private:
     // page or more: a refill writes a link into every chunk, making its page
     // resident, so a longer span costs a program using one or two such
     // chunks more than the tail it saves); else the smallest share. Spans of
-    // sub-page chunks are reservations (reserve_for), handed out a refill at
+    // sub-page chunks are reservations (`reserve`), handed out a refill at
     // a time, so their first try is the reservation.
     static constexpr std::size_t span_for(std::size_t s) noexcept {
         const std::size_t first = detail::round_up(std::max(s, s < detail::page_size ? reserve : cfg.refill_span),
