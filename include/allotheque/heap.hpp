@@ -304,7 +304,7 @@ public:
         spans_.release_all();
         P::destroy(root_);
         P::init(root_);
-        for (span*& r : reserved_) r = nullptr;
+        forget_reservations();
         live_ = 0;
         last_ = nullptr;
         set_floor();
@@ -424,6 +424,9 @@ private:
         span*& r = reserved_[slot_of(sp->chunk)];
         if (r == sp) r = nullptr;
     }
+    void forget_reservations() noexcept {
+        for (span*& r : reserved_) r = nullptr;
+    }
 
     [[gnu::noinline, gnu::cold]] std::byte* refill(std::size_t s, const void* hint) noexcept {
         if (span* r = reserved_[slot_of(s)]; r && r->chunk == s) return hand_out(r);
@@ -498,7 +501,7 @@ private:
         span* sp = backend::page_map::instance().find(p);
         // In a reserved span, past the chunks handed out: never allocated.
         if (!sp || sp->owner != owner_tag_ || (sp->state != state::small && sp->state != state::large) ||
-            (sp->state == state::small && static_cast<const std::byte*>(p) >= sp->base + sp->handed))
+            (sp->state == state::small && !sp->handed_out(p)))
             detail::fail("allotheque::heap", "a pointer this heap did not hand out", what, p);
         if (sp->state == state::large ? static_cast<const std::byte*>(p) != sp->base + sp->chunk : !sp->chunk_start(p))
             detail::fail("allotheque::heap", "a pointer inside a block, not at its start", what, p);
@@ -623,7 +626,7 @@ private:
             spans_.close(all);
             all = next;
         }
-        for (span*& r : reserved_) r = nullptr;
+        forget_reservations();
         last_ = nullptr;
     }
 

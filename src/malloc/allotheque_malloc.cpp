@@ -79,8 +79,8 @@ using at::backend::span;
 using at::backend::span_state;
 
 constexpr std::size_t min_align = 16;
-using options =
-    at::configured<at::heap_config{.granularity = 16, .free_marks = true}>;
+constexpr at::heap_config config{.granularity = 16, .free_marks = true};
+using options = at::configured<config>;
 
 #if defined(ALLOTHEQUE_MALLOC_HEAP_LEA)
 using heap_type = at::lea_heap<at::arena_source, options>;
@@ -89,9 +89,14 @@ constexpr const char* heap_name = "lea";
 using marks = at::detail::free_marks<8>;   // word 0 is the remote link
 #else
 #if defined(ALLOTHEQUE_MALLOC_HEAP_VELOX)
-// One-page spans, as velox_heap_options (allocators/velox.hpp) says why.
-using heap_type = at::velox_heap<
-    at::arena_source, at::configured<at::heap_config{.granularity = 16, .free_marks = true, .span_reserve = at::detail::page_size}>>;
+// The same options with Velox's own span_reserve: one-page spans, as
+// velox_heap_options (allocators/velox.hpp) says why.
+constexpr at::heap_config velox_config = [] {
+    at::heap_config c = config;
+    c.span_reserve = at::config_of<at::velox_heap_options>().span_reserve;
+    return c;
+}();
+using heap_type = at::velox_heap<at::arena_source, at::configured<velox_config>>;
 constexpr const char* heap_name = "velox";
 #elif defined(ALLOTHEQUE_MALLOC_HEAP_MEDIUS)
 using heap_type = at::medius_heap<at::arena_source, options>;

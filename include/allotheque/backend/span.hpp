@@ -101,11 +101,14 @@ struct alignas(64) span {
         __extension__ using u128 = unsigned __int128;
         return static_cast<std::uint64_t>((static_cast<u128>(off) * chunk_inverse) >> 64);
     }
+    // Whether p (in this small span) lies in the chunks handed to the heap's
+    // partition, rather than in the part still reserved.
+    bool handed_out(const void* p) const noexcept { return static_cast<const std::byte*>(p) < base + handed; }
     // Whether p is the start of a chunk of this small span that has been
     // handed to the heap's partition.
     bool chunk_start(const void* p) const noexcept {
         const auto off = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base);
-        return off < handed && chunk_index(off) * chunk == off;
+        return handed_out(p) && chunk_index(off) * chunk == off;
     }
 
     std::byte* end() const noexcept { return base + bytes; }
