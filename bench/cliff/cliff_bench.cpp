@@ -27,8 +27,9 @@
 // used directly, with the hint). --reps R repeats the pattern on fresh
 // allocators in this process. One JSON line on stdout: the timer's resolution
 // and, per rep, the steady state (see steady_state), the median, 99.9th
-// percentile and slowest operation in ns; run.py reports medians over reps
-// and the ratios p99.9 / steady and slowest / steady.
+// percentile and slowest operation in ns, then the slowest operation that was
+// slow in every rep (see repeatable); run.py reports medians over reps and
+// the ratios p99.9 / steady and slowest / steady.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -318,8 +319,10 @@ double steady_state(const std::vector<double>& ns) {
     return means[means.size() / 2];
 }
 
+// `ns` receives the operations' times in the order they ran.
 template <class A>
-bool run_pattern(const std::string& pattern, std::size_t steps, const clock_model& clk, result& out) {
+bool run_pattern(const std::string& pattern, std::size_t steps, const clock_model& clk, result& out,
+                 std::vector<double>& ns) {
     A a;
     recorder rec;
     rec.samples.reserve(4 * steps + 16);
@@ -330,14 +333,32 @@ bool run_pattern(const std::string& pattern, std::size_t steps, const clock_mode
     else if (pattern == "lea_bin") lea_bin(a, steps, rec);
     else if (pattern == "holes_1m") holes_1m(a, steps, rec);
     else return false;
-    std::vector<double> ns(rec.samples.size());
+    ns.resize(rec.samples.size());
     for (std::size_t i = 0; i < ns.size(); ++i)
         ns[i] = std::max(0.0, (static_cast<double>(rec.samples[i]) - clk.overhead_ticks) * clk.ns_per_tick);
-    const double steady = steady_state(ns);
-    std::sort(ns.begin(), ns.end());
-    out = {steady, ns[ns.size() / 2], ns[std::min(ns.size() - 1, ns.size() * 999 / 1000)], ns.back()};
+    std::vector<double> sorted = ns;
+    std::sort(sorted.begin(), sorted.end());
+    out = {steady_state(ns), sorted[sorted.size() / 2], sorted[std::min(sorted.size() - 1, sorted.size() * 999 / 1000)],
+           sorted.back()};
     return true;
 }
+
+// The slowest operation that was slow in every rep: each step's fastest time
+// over the reps, then the slowest of those. The reps run the same operations
+// in the same order, so an allocator's own slow step (a walk over classes, a
+// refill that maps and faults in memory) is slow in each of them, while an
+// interrupt or a descheduling lands on one rep's step and not on the others'.
+// A slow step that does not recur at the same place (a sweep triggered by the
+// clock) is in the per-rep slowest only.
+struct repeatable {
+    std::vector<double> fastest;   // per step
+    void add(const std::vector<double>& ns) {
+        if (fastest.empty()) fastest = ns;
+        else
+            for (std::size_t i = 0; i < std::min(ns.size(), fastest.size()); ++i) fastest[i] = std::min(fastest[i], ns[i]);
+    }
+    double slowest() const { return fastest.empty() ? 0.0 : *std::max_element(fastest.begin(), fastest.end()); }
+};
 
 template <class A>
 int run(const std::string& heap, const std::string& pattern, std::size_t steps, int reps) {
@@ -345,9 +366,11 @@ int run(const std::string& heap, const std::string& pattern, std::size_t steps, 
     std::string out = "{\"heap\":\"" + heap + "\",\"malloc_library\":\"" + allotheque::tools::malloc_library() +
                       "\",\"pattern\":\"" + pattern + "\",\"steps\":" + std::to_string(steps) +
                       ",\"resolution_ns\":" + std::to_string(clk.resolution_ns) + ",\"reps\":[";
+    repeatable rep;
+    std::vector<double> ns;
     for (int r = 0; r < reps; ++r) {
         result res{};
-        if (!run_pattern<A>(pattern, steps, clk, res)) {
+        if (!run_pattern<A>(pattern, steps, clk, res, ns)) {
             std::fprintf(stderr, "cliff_bench: unknown pattern '%s'\n", pattern.c_str());
             return 64;
         }
@@ -356,8 +379,9 @@ int run(const std::string& heap, const std::string& pattern, std::size_t steps, 
                       "%s{\"steady_ns\":%.1f,\"median_ns\":%.1f,\"p999_ns\":%.1f,\"max_ns\":%.1f}", r ? "," : "",
                       res.steady_ns, res.median_ns, res.p999_ns, res.max_ns);
         out += buf;
+        rep.add(ns);
     }
-    std::printf("%s]}\n", out.c_str());
+    std::printf("%s],\"repeatable_max_ns\":%.1f}\n", out.c_str(), rep.slowest());
     return 0;
 }
 
