@@ -1005,7 +1005,7 @@ def run_cliff_section(args, bdir):
     md = ["## Cliffs: slowest single operation against the steady state", "",
           "`cliff_bench` (bench/cliff): every allocate and free of the timed phase ({} steps) is timed on its own "
           "(rdtsc, timer cost subtracted); *steady* is the median over windows of 64 consecutive operations of their "
-          "mean time, *slowest* the slowest single operation, each the median over {} fresh runs in one process. Patterns: *alternating* 32/544 B (32 B blocks below the 544 B ones); *every_other* "
+          "mean time, *slowest* the slowest single operation, each the median over {} runs of the pattern on one allocator (one process). Patterns: *alternating* 32/544 B (32 B blocks below the 544 B ones); *every_other* "
           "64 B holes then 48 B requests; *absent_size*: a size the hint's block does not have; *aged*: 1 M "
           "mixed operations first; *lea_bin*: a Lea bin of 20 k blocks too small for the request; *holes_1m*: "
           "1 M blocks of 32 B, every other freed, then mixed sizes. Target (issue 14): slowest within 100x the "

@@ -24,8 +24,8 @@
 //
 // Allocator: --heap malloc (whatever malloc is active: run under LD_PRELOAD for
 // jemalloc, mimalloc, tcmalloc), or velox, medius, lea (the header-only heaps,
-// used directly, with the hint). --reps R repeats the pattern on fresh
-// allocators in this process. One JSON line on stdout: the timer's resolution
+// used directly, with the hint). --reps R repeats the pattern R times on one
+// allocator (each rep frees all it allocated). One JSON line on stdout: the timer's resolution
 // and, per rep, the steady state (see steady_state), the median, 99.9th
 // percentile and slowest operation in ns, then the slowest operation that was
 // slow in every rep (see repeatable); run.py reports medians over reps and
@@ -321,9 +321,8 @@ double steady_state(const std::vector<double>& ns) {
 
 // `ns` receives the operations' times in the order they ran.
 template <class A>
-bool run_pattern(const std::string& pattern, std::size_t steps, const clock_model& clk, result& out,
+bool run_pattern(A& a, const std::string& pattern, std::size_t steps, const clock_model& clk, result& out,
                  std::vector<double>& ns) {
-    A a;
     recorder rec;
     rec.samples.reserve(4 * steps + 16);
     if (pattern == "alternating") alternating(a, steps, rec);
@@ -368,9 +367,13 @@ int run(const std::string& heap, const std::string& pattern, std::size_t steps, 
                       ",\"resolution_ns\":" + std::to_string(clk.resolution_ns) + ",\"reps\":[";
     repeatable rep;
     std::vector<double> ns;
+    // One allocator for all the reps, as malloc is one for the whole process:
+    // each rep frees everything it allocated, and the next one finds the
+    // memory the previous one faulted in, whichever allocator runs.
+    A a;
     for (int r = 0; r < reps; ++r) {
         result res{};
-        if (!run_pattern<A>(pattern, steps, clk, res, ns)) {
+        if (!run_pattern<A>(a, pattern, steps, clk, res, ns)) {
             std::fprintf(stderr, "cliff_bench: unknown pattern '%s'\n", pattern.c_str());
             return 64;
         }
