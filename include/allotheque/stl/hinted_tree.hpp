@@ -20,11 +20,12 @@
 // tree is cut into clusters, each a subtree's top levels (as many as a page
 // of nodes holds), and the clusters are ordered one after the other (a
 // cluster, then the clusters below it, left to right), each cluster's nodes
-// in key order. The k-th element of that order goes to the k-th lowest of the
+// in van Emde Boas order (its top levels, then each subtree below them,
+// recursively). The k-th element of that order goes to the k-th lowest of the
 // tree's own node addresses (or, for values whose move may throw, to the k-th
 // of new nodes allocated each next to the one before). A lookup then reads
-// about one page per cluster instead of one per level, and an in-order walk
-// runs upwards through memory. It is for trees built in an order unrelated
+// about one page per cluster instead of one per level, every link points
+// upward in memory, and an in-order walk stays within a page for most steps. It is for trees built in an order unrelated
 // to how they are read (random inserts mixed with other allocations), which
 // placement at insertion cannot undo (docs/locality.md). The tree's shape is
 // kept; only which node holds which element changes (detail/tree_relayout.hpp).
