@@ -25,11 +25,11 @@
 // Allocator: --heap malloc (whatever malloc is active: run under LD_PRELOAD for
 // jemalloc, mimalloc, tcmalloc), or velox, medius, lea (the header-only heaps,
 // used directly, with the hint). --reps R repeats the pattern R times on one
-// allocator (each rep frees all it allocated). One JSON line on stdout: the timer's resolution
-// and, per rep, the steady state (see steady_state), the median, 99.9th
-// percentile and slowest operation in ns, then the slowest operation that was
-// slow in every rep (see repeatable); run.py reports medians over reps and
-// the ratios p99.9 / steady and slowest / steady.
+// allocator (each rep frees all it allocated). One JSON line on stdout: the
+// timer's resolution and, per rep, the steady state (see steady_state), the
+// median, 99.9th percentile and slowest operation in ns, then the slowest
+// operation that was slow in every rep (see repeatable); run.py reports
+// medians over reps and the ratios p99.9 / steady and slowest / steady.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -354,7 +354,8 @@ struct repeatable {
     void add(const std::vector<double>& ns) {
         if (fastest.empty()) fastest = ns;
         else
-            for (std::size_t i = 0; i < std::min(ns.size(), fastest.size()); ++i) fastest[i] = std::min(fastest[i], ns[i]);
+            for (std::size_t i = 0; i < std::min(ns.size(), fastest.size()); ++i)
+                fastest[i] = std::min(fastest[i], ns[i]);
     }
     double slowest() const { return fastest.empty() ? 0.0 : *std::max_element(fastest.begin(), fastest.end()); }
 };

@@ -8,8 +8,7 @@
 //                    a cluster, then the clusters below it left to right,
 //                    each cluster in van Emde Boas order (its top half of
 //                    levels, then each subtree below that, recursively), so
-//                    that a parent precedes its children and a few levels of
-//                    a path share a cache line or two
+//                    that a parent precedes its children
 //   permute          the k-th element of that order into the node at the k-th
 //                    lowest address, links and colours rewritten: cycle by
 //                    cycle, each node's own element carried out before the

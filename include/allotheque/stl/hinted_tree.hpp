@@ -25,9 +25,10 @@
 // tree's own node addresses (or, for values whose move may throw, to the k-th
 // of new nodes allocated each next to the one before). A lookup then reads
 // about one page per cluster instead of one per level, every link points
-// upward in memory, and an in-order walk stays within a page for most steps. It is for trees built in an order unrelated
-// to how they are read (random inserts mixed with other allocations), which
-// placement at insertion cannot undo (docs/locality.md). The tree's shape is
+// upward in memory, and an in-order walk stays within a page for most steps.
+// It is for trees built in an order unrelated to how they are read (random
+// inserts mixed with other allocations), which placement at insertion cannot
+// undo (docs/locality.md). The tree's shape is
 // kept; only which node holds which element changes (detail/tree_relayout.hpp).
 //
 // Memory, copy and move rules are those of hinted_list (see hinted_list.hpp):
