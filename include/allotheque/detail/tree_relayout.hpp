@@ -170,8 +170,8 @@ private:
             out[k++].from = element(p);
             return;
         }
-        const unsigned top = levels / 2;
-        node_ptr subs[std::size_t{1} << (cluster_levels - cluster_levels / 2)];
+        const unsigned top = levels / 2;   // at most cluster_levels / 2
+        node_ptr subs[std::size_t{1} << (cluster_levels / 2)];
         std::size_t n = 0;
         at_depth(p, top, subs, n);
         order_levels(p, top, out, k);

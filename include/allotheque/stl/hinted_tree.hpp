@@ -28,8 +28,8 @@
 // upward in memory, and an in-order walk stays within a page for most steps.
 // It is for trees built in an order unrelated to how they are read (random
 // inserts mixed with other allocations), which placement at insertion cannot
-// undo (docs/locality.md). The tree's shape is
-// kept; only which node holds which element changes (detail/tree_relayout.hpp).
+// undo (docs/locality.md). The tree's shape is kept; only which node holds
+// which element changes (detail/tree_relayout.hpp).
 //
 // Memory, copy and move rules are those of hinted_list (see hinted_list.hpp):
 // one heap per container held by pointer, copy construction uses the source's
