@@ -1082,6 +1082,22 @@ ORDER_TREE_VARIANTS = [
      ["--allocator", "mimalloc", "--container", "hinted", "--hint", "none", "--reorganize", "1"]),
     ("packed (key order, bump arena)", ["--allocator", "packed"]),
 ]
+ORDER_LIST_VARIANTS = [
+    ("glibc", ["--allocator", "glibc"]),
+    ("jemalloc", ["--allocator", "jemalloc"]),
+    ("mimalloc", ["--allocator", "mimalloc"]),
+    ("tcmalloc", ["--allocator", "tcmalloc"]),
+    ("velox, std + near_previous", ["--allocator", "velox"]),
+    ("medius, std + near_previous", ["--allocator", "medius"]),
+    ("velox, hinted_list", ["--allocator", "velox", "--container", "hinted"]),
+    ("medius, hinted_list", ["--allocator", "medius", "--container", "hinted"]),
+    ("velox, hinted_list, reorganize()", ["--allocator", "velox", "--container", "hinted", "--reorganize", "1"]),
+    ("medius, hinted_list, reorganize()", ["--allocator", "medius", "--container", "hinted", "--reorganize", "1"]),
+    ("mimalloc, hinted_list, no hint, reorganize()",
+     ["--allocator", "mimalloc", "--container", "hinted", "--hint", "none", "--reorganize", "1"]),
+    ("packed (list order, bump arena)", ["--allocator", "packed"]),
+]
+ORDER_VARIANTS = {"list": ORDER_LIST_VARIANTS}   # map and set: ORDER_TREE_VARIANTS; graph below
 ORDER_GRAPH_VARIANTS = [
     ("glibc", ["--allocator", "glibc"]),
     ("jemalloc", ["--allocator", "jemalloc"]),
@@ -1095,15 +1111,24 @@ ORDER_GRAPH_VARIANTS = [
      ["--allocator", "room", "--container", "hinted", "--hint", "source", "--fill", "25"]),
     ("packed (BFS order, bump arena)", ["--allocator", "packed"]),
 ]
+ORDER_VARIANTS["graph"] = ORDER_GRAPH_VARIANTS
+
+
+def order_variants(w):
+    return ORDER_VARIANTS.get(w, ORDER_TREE_VARIANTS)
+
 ORDER_SIZES = {   # per scale: the order_bench size arguments of each workload
     "quick": {"map": ["--n", "100000", "--lookups", "50000", "--passes", "2"],
               "set": ["--n", "100000", "--lookups", "50000", "--passes", "2"],
+              "list": ["--n", "100000", "--passes", "2"],
               "graph": ["--n", "40000", "--roots", "2"]},
     "standard": {"map": ["--n", "400000", "--lookups", "200000", "--passes", "2"],
                  "set": ["--n", "400000", "--lookups", "200000", "--passes", "2"],
+                 "list": ["--n", "400000", "--passes", "2"],
                  "graph": ["--n", "150000", "--roots", "2"]},
     "full": {"map": ["--n", "2000000", "--lookups", "1000000", "--passes", "4"],
              "set": ["--n", "2000000", "--lookups", "1000000", "--passes", "4"],
+             "list": ["--n", "2000000", "--passes", "4"],
              "graph": ["--n", "1000000", "--roots", "4"]},
 }
 
@@ -1120,7 +1145,7 @@ def run_order_section(args, bdir, scale):
     jobs = []
     for rep in range(reps):
         for w in workloads:
-            for label, extra in (ORDER_GRAPH_VARIANTS if w == "graph" else ORDER_TREE_VARIANTS):
+            for label, extra in order_variants(w):
                 allocator = extra[extra.index("--allocator") + 1]
                 if allocator in PRELOAD and PRELOAD[allocator] and not os.path.exists(PRELOAD[allocator]):
                     continue
@@ -1182,14 +1207,19 @@ def run_order_section(args, bdir, scale):
         best_ratio = lambda label, m: (best[(w, label)][m] / base_best[m]   # noqa: E731
                                        if base_best and base_best[m] else None)
         rows = []
-        for label, _ in (ORDER_GRAPH_VARIANTS if w == "graph" else ORDER_TREE_VARIANTS):
+        for label, _ in order_variants(w):
             v = med.get((w, label))
             if v is None:
                 continue
             first = summary[(w, label)][0]
             packed = label.startswith("packed")
-            mem = "-" if packed and w == "graph" else fmt(ratio(v, "peak_rss_delta_bytes"))
-            if w == "graph":
+            mem = "-" if packed and w in ("graph", "list") else fmt(ratio(v, "peak_rss_delta_bytes"))
+            if w == "list":
+                rows.append([label, fmt(v["walk_ns"], "{:.1f}"), fmt(ratio(v, "walk_ns")),
+                             fmt(best_ratio(label, "walk_ns")), mem, fmt(v["build_ns"], "{:.0f}"),
+                             fmt(v["reorganize_ns"], "{:.0f}") if v["reorganize_ns"] else "-",
+                             fmt(first["within_256"], "{:.2f}"), fmt(first["same_page"], "{:.2f}")])
+            elif w == "graph":
                 rows.append([label, fmt(v["bfs_ns"], "{:.1f}"), fmt(ratio(v, "bfs_ns")),
                              fmt(best_ratio(label, "bfs_ns")), mem, fmt(v["build_ns"], "{:.0f}"),
                              fmt(first["same_line"], "{:.2f}"), fmt(first["same_page"], "{:.2f}")])
@@ -1201,7 +1231,11 @@ def run_order_section(args, bdir, scale):
                              fmt(v["reorganize_ns"], "{:.0f}") if v["reorganize_ns"] else "-",
                              fmt(first["within_256"], "{:.2f}"),
                              fmt(first["same_page"], "{:.2f}")])
-        if w == "graph":
+        if w == "list":
+            head = ["variant", "walk ns/node", "walk / " + ORDER_BASELINE, "(fastest)", "memory / " + ORDER_BASELINE,
+                    "build ns/insert", "reorganize ns/node", "neighbours: <256 B", "neighbours: same page"]
+            title = "list: inserts at random positions, walks front to back"
+        elif w == "graph":
             head = ["variant", "BFS ns/edge", "BFS / " + ORDER_BASELINE, "(fastest)", "memory / " + ORDER_BASELINE,
                     "build ns/edge", "cells: same line", "cells: same page"]
             title = "graph: breadth-first search, graph built in random edge order"
@@ -1216,8 +1250,9 @@ def run_order_section(args, bdir, scale):
     md += ["Ratios are of medians; `(fastest)` divides the fastest repetitions instead (other work on a shared "
            "machine only adds time). "
            "`neighbours`: share of in-order neighbours (graph: consecutive cells of one adjacency list, the node "
-           "included) within 256 bytes / in one 64-byte line / in one 4 KiB page. The packed graph's memory holds "
-           "the original and the copy, so it is not shown.", ""]
+           "included) within 256 bytes / in one 64-byte line / in one 4 KiB page. The packed list's and graph's "
+           "memory holds the original and the copy, so it is not shown. A reorganize() run's memory includes its "
+           "scratch (16 bytes per element, mapped while it runs).", ""]
     details = {"scale": scale, "repetitions": reps, "workloads": workloads, "runs": runs,
                "checksum_mismatches": bad}
     return md, details, errors
@@ -1251,7 +1286,7 @@ def main():
                     help="order section (default): allocation order != traversal order, bench/order")
     ap.add_argument("--no-order", dest="order", action="store_false")
     ap.add_argument("--order-only", action="store_true", help="run the order section alone (order.md, order.json)")
-    ap.add_argument("--order-workloads", default="map,graph", help="comma-separated: map,set,graph")
+    ap.add_argument("--order-workloads", default="map,list,graph", help="comma-separated: map,set,list,graph")
     ap.add_argument("--order-reps", type=int, default=None, help="repetitions in the order section (default 3; "
                     "--quick: 1)")
     ap.add_argument("--backend", dest="backend", action="store_true", default=True,

@@ -1,5 +1,5 @@
 // hinted_set / hinted_map reorganize(): the clustered layout of
-// stl/hinted_tree.hpp. Random operations with reorganisations in between,
+// stl/hinted_tree.hpp; hinted_list::reorganize() at the end of the file. Random operations with reorganisations in between,
 // checked against std::map (every element, both directions, lookups, and
 // inserts and erases afterwards, which rebalance through the rewritten links
 // and colours); the layout itself (clusters in key order, upward in memory);
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <new>
 #include <random>
@@ -23,6 +24,7 @@
 #include <allotheque/allocators/velox.hpp>
 #include <allotheque/sources/counting_source.hpp>
 #include <allotheque/sources/malloc_source.hpp>
+#include <allotheque/stl/hinted_list.hpp>
 #include <allotheque/stl/hinted_map.hpp>
 #include <allotheque/stl/hinted_set.hpp>
 
@@ -384,4 +386,139 @@ TEST_CASE("reorganize: values that move without throwing stay in the tree's node
     h.left = -1;
     CHECK(std::equal(s.begin(), s.end(), ref.begin(), ref.end()));
     CHECK(std::equal(s.rbegin(), s.rend(), ref.rbegin(), ref.rend()));
+}
+
+// ---------------------------------------------------------------------------
+// hinted_list::reorganize(): the k-th element in the node at the k-th lowest
+// address. Random inserts at random positions and erases, among unrelated
+// allocations, checked against a std::vector model after every step of
+// reorganisations; the nodes are the same ones, in ascending order.
+// ---------------------------------------------------------------------------
+
+namespace {
+template <class L>
+std::vector<const void*> list_nodes(const L& l) {
+    std::vector<const void*> v;
+    for (auto it = l.begin(); it != l.end(); ++it) v.push_back(it.address());
+    return v;
+}
+} // namespace
+
+TEMPLATE_TEST_CASE("reorganize: a hinted_list keeps its elements and runs upward through memory", "[stl][reorganize]",
+                   watched_velox, watched_medius) {
+    TestType h;
+    {
+        al::hinted_list<std::uint64_t, TestType> l(h);
+        std::vector<std::uint64_t> model;
+        std::vector<std::pair<void*, std::size_t>> junk;
+        std::mt19937_64 rng(11);
+        for (int round = 0; round < 6; ++round) {
+            for (int i = 0; i < 700; ++i) {
+                const std::uint64_t v = rng();
+                if (model.empty() || rng() % 4 != 0) {
+                    const std::size_t at = model.empty() ? 0 : rng() % (model.size() + 1);
+                    l.insert(std::next(l.begin(), static_cast<std::ptrdiff_t>(at)), v);
+                    model.insert(model.begin() + static_cast<std::ptrdiff_t>(at), v);
+                } else {
+                    const std::size_t at = rng() % model.size();
+                    l.erase(std::next(l.begin(), static_cast<std::ptrdiff_t>(at)));
+                    model.erase(model.begin() + static_cast<std::ptrdiff_t>(at));
+                }
+                const std::size_t s = 16 + rng() % 113;
+                junk.emplace_back(h.allocate(al::request{s}), s);
+            }
+            auto before = list_nodes(l);
+            const long live_blocks = h.live;
+            h.left = 0;   // the in-place path asks the heap for nothing
+            l.reorganize();
+            h.left = -1;
+            CHECK(h.live == live_blocks);
+            REQUIRE(l.size() == model.size());
+            CHECK(std::equal(l.begin(), l.end(), model.begin(), model.end()));
+            CHECK(std::equal(l.rbegin(), l.rend(), model.rbegin(), model.rend()));
+            const auto after = list_nodes(l);
+            CHECK(std::is_sorted(after.begin(), after.end(), std::less<>{}));
+            CHECK(std::adjacent_find(after.begin(), after.end()) == after.end());
+            std::sort(before.begin(), before.end(), std::less<>{});
+            CHECK(after == before);   // the same nodes
+        }
+        // The links stay usable: more inserts and erases at both ends.
+        l.push_front(1);
+        l.push_back(2);
+        l.pop_front();
+        model.push_back(2);
+        CHECK(std::equal(l.begin(), l.end(), model.begin(), model.end()));
+        for (auto& [p, s] : junk) h.deallocate(p, al::request{s});
+    }
+    CHECK(h.live == 0);
+    h.inner.deallocate_all();
+    CHECK(h.inner.source().bytes() == 0);
+}
+
+TEST_CASE("reorganize: an empty or one-element hinted_list is left alone", "[stl][reorganize]") {
+    watched_velox h;
+    al::hinted_list<std::uint64_t, watched_velox> l(h);
+    h.left = 0;
+    l.reorganize();
+    CHECK(l.empty());
+    h.left = -1;
+    l.push_back(7);
+    const void* only = l.begin().address();
+    h.left = 0;
+    l.reorganize();
+    h.left = -1;
+    REQUIRE(l.size() == 1);
+    CHECK(l.front() == 7);
+    CHECK(l.begin().address() == only);
+}
+
+TEST_CASE("reorganize: a hinted_list of values that may throw when moved is copied, or left as it was",
+          "[stl][reorganize]") {
+    watched_velox h;
+    {
+        al::hinted_list<fragile, watched_velox> l(h);
+        std::vector<std::uint64_t> model;
+        std::mt19937_64 rng(5);
+        for (int i = 0; i < 2000; ++i) {
+            const std::uint64_t v = rng();
+            const std::size_t at = model.empty() ? 0 : rng() % (model.size() + 1);
+            l.insert(std::next(l.begin(), static_cast<std::ptrdiff_t>(at)), fragile(v));
+            model.insert(model.begin() + static_cast<std::ptrdiff_t>(at), v);
+        }
+        auto same = [&] {
+            return l.size() == model.size() &&
+                   std::equal(l.begin(), l.end(), model.begin(), [](const fragile& f, std::uint64_t v) { return f.v == v; });
+        };
+        const auto before = list_nodes(l);
+        const long live_blocks = h.live;
+        const long live = fragile::live;
+
+        fragile::copies_left = 1500;
+        CHECK_THROWS_AS(l.reorganize(), std::runtime_error);
+        fragile::copies_left = -1;
+        CHECK(list_nodes(l) == before);
+        CHECK(same());
+        CHECK(h.live == live_blocks);
+        CHECK(fragile::live == live);
+
+        h.left = 1200;
+        CHECK_THROWS_AS(l.reorganize(), std::bad_alloc);
+        h.left = -1;
+        CHECK(list_nodes(l) == before);
+        CHECK(same());
+        CHECK(h.live == live_blocks);
+        CHECK(fragile::live == live);
+
+        l.reorganize();
+        CHECK(same());
+        CHECK(h.live == live_blocks);
+        CHECK(fragile::live == live);
+        const auto after = list_nodes(l);
+        std::set<const void*> old(before.begin(), before.end());
+        CHECK(std::none_of(after.begin(), after.end(), [&](const void* p) { return old.count(p) != 0; }));
+    }
+    CHECK(fragile::live == 0);
+    CHECK(h.live == 0);
+    h.inner.deallocate_all();
+    CHECK(h.inner.source().bytes() == 0);
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <list>
 #include <map>
 #include <optional>
 #include <set>
@@ -13,6 +14,7 @@
 
 #include <allotheque/allocator.hpp>
 #include <allotheque/request.hpp>
+#include <allotheque/stl/hinted_list.hpp>
 #include <allotheque/stl/hinted_map.hpp>
 #include <allotheque/stl/hinted_set.hpp>
 
@@ -77,7 +79,7 @@ inline void print_result(const options& o, const std::string& allocator, const r
         "\"checksum\": \"0x%016llx\", \"same_line\": %.4f, \"within_256\": %.4f, \"same_page\": %.4f, \"ahead_256\": %.4f, "
         "\"rss_before_bytes\": %zu, \"peak_rss_delta_bytes\": %zu, \"hwm_reset\": %s%s}\n",
         o.workload.c_str(), allocator.c_str(), o.container.c_str(), o.hint.c_str(), o.layout.c_str(),
-        allotheque::tools::malloc_library(), o.n, o.workload == "graph" ? std::size_t(0) : o.lookups, o.passes,
+        allotheque::tools::malloc_library(), o.n, o.workload == "map" || o.workload == "set" ? o.lookups : std::size_t(0), o.passes,
         o.roots, o.junk, r.build_ns, r.reorganize_ns, r.walk_ns, r.lookup_ns, r.bfs_ns, r.elements,
         static_cast<unsigned long long>(r.checksum), r.same_line, r.within_256, r.same_page, r.ahead_256, m.rss_before,
         peak_delta, m.hwm_reset ? "true" : "false", extra.c_str());
@@ -89,24 +91,30 @@ inline int bad_option(const char* what, const std::string& v) {
     return 2;
 }
 
-// --reorganize 1 only means something for a hinted map or set.
+// --reorganize 1 only means something for a hinted map, set or list.
 inline int check_reorganize(const options& o) {
     if (!o.reorganize || (o.container == "hinted" && o.workload != "graph" && o.allocator != "packed")) return 0;
-    std::fprintf(stderr, "order: --reorganize 1 needs a hinted map or set\n");
+    std::fprintf(stderr, "order: --reorganize 1 needs a hinted map, set or list\n");
     return 2;
 }
+
+inline bool known_workload(const std::string& w) { return w == "map" || w == "set" || w == "list" || w == "graph"; }
 
 // What a run needs before its memory is measured: the input and the stream
 // of unrelated allocations (with its bookkeeping reserved).
 template <class JunkMem>
 struct prepared {
     std::optional<tree_input> tree;
+    std::optional<list_input> list;
     std::optional<graph_input> graph;
     junk_stream<JunkMem> junk;
     prepared(const options& o, JunkMem& m) : junk(m, o.junk, o.seed * 13 + 1) {
         if (o.workload == "graph") {
             graph.emplace(o);
             junk.reserve(graph->edges.size());
+        } else if (o.workload == "list") {
+            list.emplace(o);
+            junk.reserve(list->values.size());
         } else {
             tree.emplace(o);
             junk.reserve(tree->keys.size());
@@ -120,7 +128,8 @@ result run_tree_in(Container c, prepared<JunkMem>& p, const options& o) {
 }
 
 // One heap family: std containers through allotheque::allocator (near_previous),
-// the hinted containers with each tree hint, the graph plain or hinted.
+// the hinted containers with each tree hint, hinted_list, the graph plain or
+// hinted.
 template <class H, class... Args>
 int drive_heap(const options& o, const char* label, const Args&... args) {
     using u64 = std::uint64_t;
@@ -128,10 +137,13 @@ int drive_heap(const options& o, const char* label, const Args&... args) {
     using key_alloc = allotheque::allocator<u64, H>;
     if (o.layout != "shared" && o.layout != "isolated") return bad_option("layout", o.layout);
     if (o.container != "std" && o.container != "hinted") return bad_option("container", o.container);
-    if (o.workload != "map" && o.workload != "set" && o.workload != "graph") return bad_option("workload", o.workload);
+    if (!known_workload(o.workload)) return bad_option("workload", o.workload);
     if (o.container == "hinted" && o.workload == "graph" && o.hint != "source") return bad_option("graph hint", o.hint);
+    if (o.container == "hinted" && o.workload == "list" && o.hint != "predecessor")
+        return bad_option("list hint (hinted_list: predecessor)", o.hint);
     if (int e = check_reorganize(o)) return e;
-    if (o.container == "hinted" && o.workload != "graph" && o.hint != "parent" && o.hint != "predecessor" &&
+    if (o.container == "hinted" && (o.workload == "map" || o.workload == "set") && o.hint != "parent" &&
+        o.hint != "predecessor" &&
         o.hint != "successor" && o.hint != "none")
         return bad_option("tree hint", o.hint);
     H junk_heap(args...), own_heap(args...);
@@ -151,6 +163,14 @@ int drive_heap(const options& o, const char* label, const Args&... args) {
     if (o.workload == "graph") {
         heap_mem<H> m{h, true};
         r = run_graph(m, p.junk, *p.graph, o.container == "hinted");
+    } else if (o.workload == "list") {
+        if (o.container == "std") {
+            std::list<u64, key_alloc> l{key_alloc(h)};
+            r = run_list(l, p.junk, *p.list, o);
+        } else {
+            allotheque::hinted_list<u64, H> l(h);
+            r = run_list(l, p.junk, *p.list, o);
+        }
     } else if (o.container == "std") {
         if (map) r = run_tree_in(std::map<u64, u64, std::less<>, pair_alloc>(pair_alloc(h)), p, o);
         else r = run_tree_in(std::set<u64, std::less<>, key_alloc>(key_alloc(h)), p, o);

@@ -1,4 +1,4 @@
-// order --workload map|set|graph --allocator NAME [--container std|hinted] [--hint H]
+// order --workload map|set|list|graph --allocator NAME [--container std|hinted] [--hint H]
 //       [--layout shared|isolated] [--n N] [--lookups M] [--passes P] [--roots R] [--junk K] [--seed S]
 //
 // Runs ONE configuration in this process and prints one JSON line (see
@@ -8,8 +8,8 @@
 // /proc/self/maps), malloc (whatever is active), packed (the traversal-order
 // reference), velox, medius (allotheque heaps: std containers with
 // allotheque::allocator, or --container hinted), room (layers::room over
-// velox_heap, --fill 25|50|100 percent). --reorganize 1: the hinted tree's
-// reorganize() between the build and the timed walks (its time apart).
+// velox_heap, --fill 25|50|100 percent). --reorganize 1: the hinted tree's or
+// list's reorganize() between the build and the timed walks (its time apart).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -19,7 +19,7 @@
 namespace {
 
 int usage() {
-    std::fputs("usage: order --workload map|set|graph --allocator NAME [--container std|hinted] [--hint H]\n"
+    std::fputs("usage: order --workload map|set|list|graph --allocator NAME [--container std|hinted] [--hint H]\n"
                "             [--layout shared|isolated] [--n N] [--lookups M] [--passes P] [--roots R] [--junk K]"
                " [--seed S]\n             [--fill 25|50|100] [--reorganize 0|1]\n",
                stderr);
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    if (o.hint.empty()) o.hint = o.workload == "graph" ? "source" : "parent";
+    if (o.hint.empty()) o.hint = o.workload == "graph" ? "source" : o.workload == "list" ? "predecessor" : "parent";
     if (o.container != "hinted") o.hint = "-";   // only the hinted containers pass hints
     const std::string& n = o.allocator;
     if (n == "glibc" || n == "jemalloc" || n == "mimalloc" || n == "tcmalloc" || n == "malloc") return drive_malloc(o);

@@ -7,6 +7,10 @@
 //              16-128 B after each insert (a quarter kept to the end, the rest
 //              freed later in random order), then timed: `passes` in-order walks
 //              and `lookups` random lookups of present keys.
+//   list       N values, each inserted right after a random one of those
+//              inserted before it (so list order is unrelated to allocation
+//              order), one unrelated allocation after each insert; timed:
+//              `passes` walks front to back.
 //   graph      N nodes, 8 out-edges each (7 in 8 to a node within ±32 ids, 1 in 8
 //              to any node), the edges added in random order: a node is created
 //              when first named, each edge is a 16-byte cell pushed on its source
@@ -25,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <list>
 #include <map>
 #include <new>
 #include <set>
@@ -42,11 +47,11 @@ using bench::olden::mix64;
 using bench::olden::rng;
 
 struct options {
-    std::string workload = "map";   // map | set | graph
+    std::string workload = "map";   // map | set | list | graph
     std::string allocator;          // glibc | jemalloc | mimalloc | tcmalloc | velox | medius | packed
     std::string container = "std";  // std | hinted (heaps only)
     std::string hint;               // hinted trees: parent (default) | predecessor | successor | none;
-                                    // hinted graph: source (default)
+                                    // hinted list: predecessor; hinted graph: source
     std::string layout = "shared";  // shared | isolated (heaps only: the structure on its own heap)
     std::size_t n = 1'000'000;
     std::size_t lookups = 1'000'000;
@@ -55,20 +60,20 @@ struct options {
     int junk = 1;   // unrelated allocations per insert / edge
     u64 seed = 1;
     unsigned fill = 25;         // room: % of a group foreign blocks may fill (25, 50, 100)
-    bool reorganize = false;    // hinted trees: reorganize() after the build (timed apart)
+    bool reorganize = false;    // hinted trees and lists: reorganize() after the build (timed apart)
 };
 
 // What one run measured. Times are medians over passes / roots.
 struct result {
     double build_ns = 0;    // per insert (map, set) or per edge (graph), unrelated allocations included
-    double reorganize_ns = 0;   // per node, the hinted trees' reorganize() (0: not run)
-    double walk_ns = 0;     // per node, one in-order pass
+    double reorganize_ns = 0;   // per node, the hinted containers' reorganize() (0: not run)
+    double walk_ns = 0;     // per node, one in-order pass (map, set, list)
     double lookup_ns = 0;   // per lookup
     double bfs_ns = 0;      // per edge scanned
     u64 checksum = 0;
-    std::size_t elements = 0;   // nodes (map, set) or edges scanned per search (graph)
+    std::size_t elements = 0;   // nodes (map, set, list) or edges scanned per search (graph)
     // Placement, read after the timed phases: the share of in-order neighbours
-    // (map, set) or of consecutive edge cells of one node (graph) that share
+    // (map, set, list) or of consecutive edge cells of one node (graph) that share
     // a 64-byte line, lie within 256 bytes, share a 4 KiB page.
     // ahead_256: the second of the pair lies after the first, within 256 bytes
     // (what a hardware stream prefetcher follows).
@@ -309,6 +314,94 @@ result run_tree_packed(Junk& junk, const tree_input& in, const options& o) {
         std::set<u64, std::less<>, A> c{A(a)};
         fill(c);
     }
+    return r;
+}
+
+// ---------------------------------------------------------------------------
+// list
+// ---------------------------------------------------------------------------
+struct list_input {
+    std::vector<u64> values;
+    std::vector<std::uint32_t> after;   // value i goes right after value after[i] < i
+    list_input(const options& o) : values(o.n), after(o.n) {
+        rng r(o.seed * 5 + 9);
+        for (std::size_t i = 0; i < o.n; ++i) {
+            values[i] = mix64(i ^ (o.seed << 40));
+            after[i] = i == 0 ? 0 : static_cast<std::uint32_t>(r.below(i));
+        }
+    }
+};
+
+// Timed walks over a built list l.
+template <class L>
+void time_list(const L& l, const options& o, result& r) {
+    std::vector<double> walks;
+    u64 sum = 0;
+    for (int p = 0; p < std::max(1, o.passes); ++p) {
+        const double t0 = now_s();
+        u64 acc = 0;
+        for (u64 v : l) acc = acc * 0x100000001b3ULL + v;
+        walks.push_back((now_s() - t0) * 1e9 / static_cast<double>(l.size()));
+        sum = acc;
+    }
+    r.walk_ns = median(walks);
+    r.checksum = sum ^ l.size();
+    r.elements = l.size();
+    adjacency_count adj;
+    const void* prev = nullptr;
+    for (const u64& v : l) {
+        if (prev) adj.add(prev, &v);
+        prev = &v;
+    }
+    adj.store(r);
+}
+
+// Builds l (std::list or hinted_list of u64) from in with the unrelated
+// allocations; returns the time per insert.
+template <class L, class Junk>
+double build_list(L& l, Junk& junk, const list_input& in) {
+    std::vector<typename L::iterator> at;
+    at.reserve(in.values.size());
+    const double t0 = now_s();
+    for (std::size_t i = 0; i < in.values.size(); ++i) {
+        at.push_back(l.insert(i == 0 ? l.end() : std::next(at[in.after[i]]), in.values[i]));
+        junk.step();
+    }
+    return (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.values.size()));
+}
+
+// Builds l, then, if asked, reorganize(), then times it.
+template <class L, class Junk>
+result run_list(L& l, Junk& junk, const list_input& in, const options& o) {
+    result r;
+    r.build_ns = build_list(l, junk, in);
+    if constexpr (requires { l.reorganize(); }) {
+        if (o.reorganize) {
+            const double t1 = now_s();
+            l.reorganize();
+            r.reorganize_ns = (now_s() - t1) * 1e9 / static_cast<double>(std::max<std::size_t>(1, l.size()));
+        }
+    }
+    time_list(l, o, r);
+    return r;
+}
+
+// The packed reference: built like the others (through std::allocator, with
+// the same unrelated allocations), then copied in list order into a list whose
+// nodes come from a bump arena, the original freed, and walked.
+template <class Junk>
+result run_list_packed(Junk& junk, const list_input& in, const options& o) {
+    result r;
+    const double t0 = now_s();
+    std::list<u64> built;
+    build_list(built, junk, in);
+    arena a(in.values.size() * 32 + 4096);
+    using A = bump_allocator<u64>;
+    std::list<u64, A> packed{A(a)};
+    for (u64 v : built) packed.push_back(v);
+    built.clear();
+    r.build_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.values.size()));
+    time_list(packed, o, r);
     return r;
 }
 

@@ -8,7 +8,7 @@ namespace bench::order {
 namespace {
 int check_plain(const options& o) {
     if (o.layout != "shared") return bad_option("layout (malloc has one heap)", o.layout);
-    if (o.workload != "map" && o.workload != "set" && o.workload != "graph") return bad_option("workload", o.workload);
+    if (!known_workload(o.workload)) return bad_option("workload", o.workload);
     return check_reorganize(o);
 }
 } // namespace
@@ -25,7 +25,7 @@ int drive_malloc(const options& o) {
     const bool hinted = o.container == "hinted";
     if (!hinted && o.container != "std") return bad_option("container", o.container);
     if (hinted && (o.workload == "graph" || o.hint != "none"))
-        return bad_option("hinted container on malloc (map or set, --hint none: malloc takes no hint)", o.hint);
+        return bad_option("hinted container on malloc (map, set or list, --hint none: malloc takes no hint)", o.hint);
     malloc_mem m;
     malloc_heap mh;
     prepared<malloc_mem> p(o, m);
@@ -33,7 +33,13 @@ int drive_malloc(const options& o) {
     mem.start();
     result r;
     if (o.workload == "graph") r = run_graph(m, p.junk, *p.graph, false);
-    else if (hinted && o.workload == "map") r = run_tree_in(allotheque::hinted_map<u64, u64, std::less<>, malloc_heap, no_tree_hint>(mh), p, o);
+    else if (o.workload == "list" && hinted) {
+        allotheque::hinted_list<u64, malloc_heap> l(mh);
+        r = run_list(l, p.junk, *p.list, o);
+    } else if (o.workload == "list") {
+        std::list<u64> l;
+        r = run_list(l, p.junk, *p.list, o);
+    } else if (hinted && o.workload == "map") r = run_tree_in(allotheque::hinted_map<u64, u64, std::less<>, malloc_heap, no_tree_hint>(mh), p, o);
     else if (hinted) r = run_tree_in(allotheque::hinted_set<u64, std::less<>, malloc_heap, no_tree_hint>(mh), p, o);
     else if (o.workload == "map") r = run_tree_in(std::map<u64, u64>(), p, o);
     else r = run_tree_in(std::set<u64>(), p, o);
@@ -47,8 +53,9 @@ int drive_packed(const options& o) {
     prepared<malloc_mem> p(o, m);
     memory_probe mem;
     mem.start();
-    const result r = o.workload == "graph" ? run_graph_packed(m, p.junk, *p.graph)
-                                           : run_tree_packed(p.junk, *p.tree, o);
+    const result r = o.workload == "graph"  ? run_graph_packed(m, p.junk, *p.graph)
+                     : o.workload == "list" ? run_list_packed(p.junk, *p.list, o)
+                                            : run_tree_packed(p.junk, *p.tree, o);
     print_result(o, "packed", r, mem, mem.peak_delta(), "");
     return 0;
 }

@@ -10,9 +10,8 @@
 //                    levels, then each subtree below that, recursively), so
 //                    that a parent precedes its children
 //   permute          the k-th element of that order into the node at the k-th
-//                    lowest address, links and colours rewritten: cycle by
-//                    cycle, each node's own element carried out before the
-//                    element bound for it is stored there
+//                    lowest address (detail/node_permutation.hpp), links and
+//                    colours carried with it, already mapped to their new homes
 //
 // `moves` (one relocation per element, 16 bytes) is the caller's scratch.
 #pragma once
@@ -20,30 +19,26 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <new>
 #include <type_traits>
 #include <utility>
 
 #include <allotheque/detail/bits.hpp>
-#include <allotheque/detail/mapped_array.hpp>
+#include <allotheque/detail/node_permutation.hpp>
 
 namespace allotheque::detail {
 
 template <class Tree>
-struct tree_relayout {
+struct tree_relayout : node_permutation<typename Tree::value_type> {
+    using base = node_permutation<typename Tree::value_type>;
     using node = typename Tree::value_type;
     using value_type = decltype(std::declval<node&>().value);
     using node_traits = typename Tree::node_traits;
     using node_ptr = typename Tree::node_ptr;
-
-    // `to`: the node's new home, with a mark in its low bit once the element
-    // has arrived there (nodes are at least 8-byte aligned).
-    struct relocation {
-        node* from;
-        std::uintptr_t to;
-    };
-    using moves_type = mapped_array<relocation>;
+    using typename base::moves_type;
+    using typename base::relocation;
+    using base::entry_of;
+    using base::target;
 
     // Levels per cluster: a complete subtree of them fits a page of nodes.
     static constexpr unsigned cluster_levels =
@@ -51,37 +46,19 @@ struct tree_relayout {
 
     static node* element(node_ptr p) noexcept { return Tree::value_traits::to_value_ptr(p); }
     static node_ptr hook(node* v) noexcept { return Tree::value_traits::to_node_ptr(*v); }
-    static node* target(const relocation& e) noexcept { return reinterpret_cast<node*>(e.to & ~std::uintptr_t{1}); }
-    static bool arrived(const relocation& e) noexcept { return e.to & 1u; }
-    static void mark_arrived(relocation& e) noexcept { e.to |= 1u; }
 
     // moves[k].from = the k-th node of the clustered order (t not empty).
     static void clustered_order(Tree& t, moves_type& moves) noexcept {
         std::size_t k = 0;
         order_cluster(t.root().pointed_node(), moves, k);
     }
-    static void sort_by_from(moves_type& m) noexcept {
-        std::sort(m.data(), m.data() + m.size(),
-                  [](const relocation& a, const relocation& b) { return std::less<>{}(a.from, b.from); });
-    }
-    // The relocation of node `from` (moves sorted by from).
-    static relocation& entry_of(moves_type& m, const node* from) noexcept {
-        return *std::lower_bound(m.data(), m.data() + m.size(), from,
-                                 [](const relocation& e, const node* f) { return std::less<>{}(e.from, f); });
-    }
 
     // The clustered layout in the tree's own nodes. Nothing is allocated.
     static void permute(Tree& t, moves_type& moves) noexcept
         requires std::is_nothrow_move_constructible_v<value_type>
     {
-        // The homes are the same nodes by address: the k-th of the clustered
-        // order goes to the k-th lowest. Its rank rides through the sort by
-        // node in `to`; sorted, entry k holds the k-th lowest node.
         clustered_order(t, moves);
-        for (std::size_t k = 0; k < moves.size(); ++k) moves[k].to = k;
-        sort_by_from(moves);
-        for (std::size_t i = 0; i < moves.size(); ++i)
-            moves[i].to = reinterpret_cast<std::uintptr_t>(moves[moves[i].to].from);
+        base::to_rank_addresses(moves);
 
         const node_ptr header = t.end().pointed_node();
         auto home = [&](node_ptr p) noexcept -> node_ptr {
@@ -92,25 +69,9 @@ struct tree_relayout {
         const node_ptr leftmost = home(node_traits::get_left(header));
         const node_ptr rightmost = home(node_traits::get_right(header));
         carried held[2];
-        for (std::size_t i = 0; i < moves.size(); ++i) {
-            if (arrived(moves[i])) continue;
-            unsigned a = 0;
-            held[a].load(moves[i].from, home);
-            relocation* cur = &moves[i];
-            for (;;) {
-                node* const dest = target(*cur);
-                mark_arrived(*cur);
-                relocation& next = entry_of(moves, dest);
-                if (arrived(next)) {   // dest is the cycle's first node, already carried out
-                    held[a].store(dest);
-                    break;
-                }
-                held[a ^ 1].load(dest, home);
-                held[a].store(dest);
-                a ^= 1;
-                cur = &next;
-            }
-        }
+        base::follow_cycles(
+            moves, [&](unsigned a, node* from) noexcept { held[a].load(from, home); },
+            [&](unsigned a, node* to) noexcept { held[a].store(to); });
         node_traits::set_parent(header, root);
         node_traits::set_left(header, leftmost);
         node_traits::set_right(header, rightmost);

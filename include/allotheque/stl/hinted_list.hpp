@@ -12,6 +12,13 @@
 // list's heap and copies the elements. Move construction steals the nodes;
 // move assignment steals them when both lists use the same heap, else moves the
 // elements one by one. swap exchanges elements and heaps. Not thread-safe (a heap is not).
+//
+// reorganize() is for a list whose order has drifted from its allocation
+// order (elements inserted at scattered positions, among other allocations):
+// a hint puts a node near its neighbour of the moment, not near the elements
+// that later end up beside it. It gives the k-th element the node at the k-th
+// lowest address, so a walk runs upward through memory, page after page, as
+// hinted_set's does after its reorganize() (docs/locality.md).
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -23,6 +30,7 @@
 #include <utility>
 
 #include <allotheque/allocator.hpp>
+#include <allotheque/detail/node_permutation.hpp>
 #include <allotheque/hint_policy.hpp>
 #include <allotheque/request.hpp>
 
@@ -213,6 +221,60 @@ public:
         }
         if (k > 0) release(batch, k);
         reset();
+    }
+
+    // Walks in list order then run upward through memory (see the top of
+    // this file). Invalidates every iterator, pointer and reference.
+    //   - Values whose move constructor cannot throw stay in the list's own
+    //     nodes: the k-th element moves into the node at the k-th lowest
+    //     address and the links follow. Nothing is allocated from the heap;
+    //     16 bytes per element of scratch are mapped from the system while it
+    //     runs. noexcept but for that scratch (std::bad_alloc, the list
+    //     unchanged).
+    //   - Other values are copied into new nodes, each hinted next to the one
+    //     before, then the old nodes are freed: a second copy of the nodes
+    //     while it runs. Strong guarantee: if the heap refuses a node or a
+    //     copy throws, the list is as it was.
+    // A value that can neither be moved without throwing nor copied has no
+    // reorganize().
+    void reorganize()
+        requires(std::is_nothrow_move_constructible_v<T> || std::is_copy_constructible_v<T>)
+    {
+        if (size_ < 2) return;
+        if constexpr (std::is_nothrow_move_constructible_v<T>) {
+            using permutation = detail::node_permutation<node>;
+            typename permutation::moves_type moves(size_);
+            std::size_t k = 0;
+            for (link* l = head_.next; l != &head_; l = l->next) moves[k++].from = static_cast<node*>(l);
+            permutation::to_rank_addresses(moves);
+            struct in_flight {
+                alignas(T) std::byte raw[sizeof(T)];
+                T& value() noexcept { return *std::launder(reinterpret_cast<T*>(raw)); }
+            } held[2];
+            permutation::follow_cycles(
+                moves,
+                [&](unsigned a, node* from) noexcept {
+                    ::new (static_cast<void*>(held[a].raw)) T(std::move(from->value));
+                    from->value.~T();
+                },
+                [&](unsigned a, node* to) noexcept {
+                    ::new (static_cast<void*>(std::addressof(to->value))) T(std::move(held[a].value()));
+                    held[a].value().~T();
+                });
+            // Sorted by node, moves now list the nodes in their new order.
+            link* prev = &head_;
+            for (std::size_t i = 0; i < moves.size(); ++i) {
+                link* n = moves[i].from;
+                prev->next = n;
+                n->prev = prev;
+                prev = n;
+            }
+            prev->next = &head_;
+            head_.prev = prev;
+        } else {
+            hinted_list fresh(*this);   // each node allocated next to the one before
+            swap(fresh);
+        }
     }
 
     // Exchanges elements and heaps.
