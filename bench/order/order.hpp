@@ -231,9 +231,10 @@ struct tree_input {
     }
 };
 
-// Timed walks and lookups over a built tree c.
+// `passes` timed walks of container c in its order (r.walk_ns, the median per
+// element), then the placement of its neighbours; returns the walk's checksum.
 template <class C>
-void time_tree(const C& c, const tree_input& in, const options& o, result& r) {
+u64 time_walks(const C& c, const options& o, result& r) {
     std::vector<double> walks;
     u64 walk_sum = 0;
     for (int p = 0; p < std::max(1, o.passes); ++p) {
@@ -244,14 +245,6 @@ void time_tree(const C& c, const tree_input& in, const options& o, result& r) {
         walk_sum = acc;
     }
     r.walk_ns = median(walks);
-    const double t0 = now_s();
-    u64 look_sum = 0;
-    for (u64 k : in.probes) {
-        auto it = c.find(k);
-        if (it != c.end()) look_sum += payload(*it);
-    }
-    r.lookup_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.probes.size()));
-    r.checksum = walk_sum ^ mix64(look_sum) ^ c.size();
     r.elements = c.size();
     adjacency_count adj;
     const void* prev = nullptr;
@@ -260,6 +253,21 @@ void time_tree(const C& c, const tree_input& in, const options& o, result& r) {
         prev = &e;
     }
     adj.store(r);
+    return walk_sum;
+}
+
+// Timed walks and lookups over a built tree c.
+template <class C>
+void time_tree(const C& c, const tree_input& in, const options& o, result& r) {
+    const u64 walk_sum = time_walks(c, o, r);
+    const double t0 = now_s();
+    u64 look_sum = 0;
+    for (u64 k : in.probes) {
+        auto it = c.find(k);
+        if (it != c.end()) look_sum += payload(*it);
+    }
+    r.lookup_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.probes.size()));
+    r.checksum = walk_sum ^ mix64(look_sum) ^ c.size();
 }
 
 // Builds c from in.keys in order with the unrelated allocations, then times it.
@@ -332,30 +340,6 @@ struct list_input {
     }
 };
 
-// Timed walks over a built list l.
-template <class L>
-void time_list(const L& l, const options& o, result& r) {
-    std::vector<double> walks;
-    u64 sum = 0;
-    for (int p = 0; p < std::max(1, o.passes); ++p) {
-        const double t0 = now_s();
-        u64 acc = 0;
-        for (u64 v : l) acc = acc * 0x100000001b3ULL + v;
-        walks.push_back((now_s() - t0) * 1e9 / static_cast<double>(l.size()));
-        sum = acc;
-    }
-    r.walk_ns = median(walks);
-    r.checksum = sum ^ l.size();
-    r.elements = l.size();
-    adjacency_count adj;
-    const void* prev = nullptr;
-    for (const u64& v : l) {
-        if (prev) adj.add(prev, &v);
-        prev = &v;
-    }
-    adj.store(r);
-}
-
 // Builds l (std::list or hinted_list of u64) from in with the unrelated
 // allocations; returns the time per insert.
 template <class L, class Junk>
@@ -382,7 +366,7 @@ result run_list(L& l, Junk& junk, const list_input& in, const options& o) {
             r.reorganize_ns = (now_s() - t1) * 1e9 / static_cast<double>(std::max<std::size_t>(1, l.size()));
         }
     }
-    time_list(l, o, r);
+    r.checksum = time_walks(l, o, r) ^ l.size();
     return r;
 }
 
@@ -401,7 +385,7 @@ result run_list_packed(Junk& junk, const list_input& in, const options& o) {
     for (u64 v : built) packed.push_back(v);
     built.clear();
     r.build_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.values.size()));
-    time_list(packed, o, r);
+    r.checksum = time_walks(packed, o, r) ^ packed.size();
     return r;
 }
 
