@@ -1060,11 +1060,9 @@ def threads_only(args, bdir, report_dir):
 
 # (label, order_bench arguments). The first malloc run is the baseline rows are divided by.
 ORDER_BASELINE = "mimalloc"
-ORDER_TREE_VARIANTS = [
-    ("glibc", ["--allocator", "glibc"]),
-    ("jemalloc", ["--allocator", "jemalloc"]),
-    ("mimalloc", ["--allocator", "mimalloc"]),
-    ("tcmalloc", ["--allocator", "tcmalloc"]),
+# The std containers on each malloc (LD_PRELOAD), first in every workload's table.
+ORDER_MALLOC_VARIANTS = [(m, ["--allocator", m]) for m in ("glibc", "jemalloc", "mimalloc", "tcmalloc")]
+ORDER_TREE_VARIANTS = ORDER_MALLOC_VARIANTS + [
     ("mimalloc, hinted container, no hint", ["--allocator", "mimalloc", "--container", "hinted", "--hint", "none"]),
     ("velox, std + near_previous", ["--allocator", "velox"]),
     ("medius, std + near_previous", ["--allocator", "medius"]),
@@ -1082,11 +1080,7 @@ ORDER_TREE_VARIANTS = [
      ["--allocator", "mimalloc", "--container", "hinted", "--hint", "none", "--reorganize", "1"]),
     ("packed (key order, bump arena)", ["--allocator", "packed"]),
 ]
-ORDER_LIST_VARIANTS = [
-    ("glibc", ["--allocator", "glibc"]),
-    ("jemalloc", ["--allocator", "jemalloc"]),
-    ("mimalloc", ["--allocator", "mimalloc"]),
-    ("tcmalloc", ["--allocator", "tcmalloc"]),
+ORDER_LIST_VARIANTS = ORDER_MALLOC_VARIANTS + [
     ("velox, std + near_previous", ["--allocator", "velox"]),
     ("medius, std + near_previous", ["--allocator", "medius"]),
     ("velox, hinted_list", ["--allocator", "velox", "--container", "hinted"]),
@@ -1097,12 +1091,7 @@ ORDER_LIST_VARIANTS = [
      ["--allocator", "mimalloc", "--container", "hinted", "--hint", "none", "--reorganize", "1"]),
     ("packed (list order, bump arena)", ["--allocator", "packed"]),
 ]
-ORDER_VARIANTS = {"list": ORDER_LIST_VARIANTS}   # map and set: ORDER_TREE_VARIANTS; graph below
-ORDER_GRAPH_VARIANTS = [
-    ("glibc", ["--allocator", "glibc"]),
-    ("jemalloc", ["--allocator", "jemalloc"]),
-    ("mimalloc", ["--allocator", "mimalloc"]),
-    ("tcmalloc", ["--allocator", "tcmalloc"]),
+ORDER_GRAPH_VARIANTS = ORDER_MALLOC_VARIANTS + [
     ("velox, near_previous", ["--allocator", "velox"]),
     ("medius, near_previous", ["--allocator", "medius"]),
     ("velox, hinted", ["--allocator", "velox", "--container", "hinted", "--hint", "source"]),
@@ -1111,12 +1100,8 @@ ORDER_GRAPH_VARIANTS = [
      ["--allocator", "room", "--container", "hinted", "--hint", "source", "--fill", "25"]),
     ("packed (BFS order, bump arena)", ["--allocator", "packed"]),
 ]
-ORDER_VARIANTS["graph"] = ORDER_GRAPH_VARIANTS
-
-
-def order_variants(w):
-    return ORDER_VARIANTS.get(w, ORDER_TREE_VARIANTS)
-
+ORDER_VARIANTS = {"map": ORDER_TREE_VARIANTS, "set": ORDER_TREE_VARIANTS, "list": ORDER_LIST_VARIANTS,
+                  "graph": ORDER_GRAPH_VARIANTS}
 ORDER_SIZES = {   # per scale: the order_bench size arguments of each workload
     "quick": {"map": ["--n", "100000", "--lookups", "50000", "--passes", "2"],
               "set": ["--n", "100000", "--lookups", "50000", "--passes", "2"],
@@ -1141,11 +1126,15 @@ def run_order_section(args, bdir, scale):
     if not os.access(exe, os.X_OK):
         return ["## Allocation order != traversal order", "", "skipped: {} not built".format(exe), ""], {}, []
     workloads = args.order_workloads.split(",")
+    unknown = [w for w in workloads if w not in ORDER_VARIANTS]
+    if unknown:
+        return ([], {}, ["order: unknown workload(s) {} (known: {})".format(
+            ",".join(unknown), ",".join(ORDER_VARIANTS))])
     reps = args.order_reps if args.order_reps is not None else (1 if scale == "quick" else 3)
     jobs = []
     for rep in range(reps):
         for w in workloads:
-            for label, extra in order_variants(w):
+            for label, extra in ORDER_VARIANTS[w]:
                 allocator = extra[extra.index("--allocator") + 1]
                 if allocator in PRELOAD and PRELOAD[allocator] and not os.path.exists(PRELOAD[allocator]):
                     continue
@@ -1207,43 +1196,37 @@ def run_order_section(args, bdir, scale):
         best_ratio = lambda label, m: (best[(w, label)][m] / base_best[m]   # noqa: E731
                                        if base_best and base_best[m] else None)
         rows = []
-        for label, _ in order_variants(w):
+        for label, _ in ORDER_VARIANTS[w]:
             v = med.get((w, label))
             if v is None:
                 continue
             first = summary[(w, label)][0]
             packed = label.startswith("packed")
             mem = "-" if packed and w in ("graph", "list") else fmt(ratio(v, "peak_rss_delta_bytes"))
-            if w == "list":
-                rows.append([label, fmt(v["walk_ns"], "{:.1f}"), fmt(ratio(v, "walk_ns")),
-                             fmt(best_ratio(label, "walk_ns")), mem, fmt(v["build_ns"], "{:.0f}"),
-                             fmt(v["reorganize_ns"], "{:.0f}") if v["reorganize_ns"] else "-",
-                             fmt(first["within_256"], "{:.2f}"), fmt(first["same_page"], "{:.2f}")])
-            elif w == "graph":
+            if w == "graph":
                 rows.append([label, fmt(v["bfs_ns"], "{:.1f}"), fmt(ratio(v, "bfs_ns")),
                              fmt(best_ratio(label, "bfs_ns")), mem, fmt(v["build_ns"], "{:.0f}"),
                              fmt(first["same_line"], "{:.2f}"), fmt(first["same_page"], "{:.2f}")])
-            else:
-                rows.append([label, fmt(v["walk_ns"], "{:.1f}"), fmt(ratio(v, "walk_ns")),
-                             fmt(best_ratio(label, "walk_ns")), fmt(v["lookup_ns"], "{:.0f}"),
-                             fmt(ratio(v, "lookup_ns")), fmt(best_ratio(label, "lookup_ns")), mem,
-                             fmt(v["build_ns"], "{:.0f}"),
-                             fmt(v["reorganize_ns"], "{:.0f}") if v["reorganize_ns"] else "-",
-                             fmt(first["within_256"], "{:.2f}"),
-                             fmt(first["same_page"], "{:.2f}")])
-        if w == "list":
-            head = ["variant", "walk ns/node", "walk / " + ORDER_BASELINE, "(fastest)", "memory / " + ORDER_BASELINE,
-                    "build ns/insert", "reorganize ns/node", "neighbours: <256 B", "neighbours: same page"]
-            title = "list: inserts at random positions, walks front to back"
-        elif w == "graph":
+                continue
+            # map, set, list: the list has no lookups
+            lookups = [] if w == "list" else [fmt(v["lookup_ns"], "{:.0f}"), fmt(ratio(v, "lookup_ns")),
+                                              fmt(best_ratio(label, "lookup_ns"))]
+            rows.append([label, fmt(v["walk_ns"], "{:.1f}"), fmt(ratio(v, "walk_ns")),
+                         fmt(best_ratio(label, "walk_ns"))] + lookups +
+                        [mem, fmt(v["build_ns"], "{:.0f}"),
+                         fmt(v["reorganize_ns"], "{:.0f}") if v["reorganize_ns"] else "-",
+                         fmt(first["within_256"], "{:.2f}"), fmt(first["same_page"], "{:.2f}")])
+        if w == "graph":
             head = ["variant", "BFS ns/edge", "BFS / " + ORDER_BASELINE, "(fastest)", "memory / " + ORDER_BASELINE,
                     "build ns/edge", "cells: same line", "cells: same page"]
             title = "graph: breadth-first search, graph built in random edge order"
         else:
-            head = ["variant", "walk ns/node", "walk / " + ORDER_BASELINE, "(fastest)", "lookup ns",
-                    "lookup / " + ORDER_BASELINE, "(fastest)", "memory / " + ORDER_BASELINE, "build ns/insert",
-                    "reorganize ns/node", "neighbours: <256 B", "neighbours: same page"]
-            title = "{}: random-order inserts, in-order walks, random lookups".format(w)
+            lookups = [] if w == "list" else ["lookup ns", "lookup / " + ORDER_BASELINE, "(fastest)"]
+            head = (["variant", "walk ns/node", "walk / " + ORDER_BASELINE, "(fastest)"] + lookups +
+                    ["memory / " + ORDER_BASELINE, "build ns/insert", "reorganize ns/node", "neighbours: <256 B",
+                     "neighbours: same page"])
+            title = ("list: inserts at random positions, walks front to back" if w == "list" else
+                     "{}: random-order inserts, in-order walks, random lookups".format(w))
         text = table(rows, head)
         log("\norder, {}\n{}".format(title, text))
         md += ["### " + title, "", text, ""]

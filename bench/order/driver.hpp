@@ -69,6 +69,9 @@ struct heap_mem {
 
 using allotheque::tools::memory_probe;
 
+inline bool tree_workload(const std::string& w) { return w == "map" || w == "set"; }
+inline bool known_workload(const std::string& w) { return tree_workload(w) || w == "list" || w == "graph"; }
+
 // Prints the JSON line; `extra` is appended verbatim (", \"k\": v" pieces).
 inline void print_result(const options& o, const std::string& allocator, const result& r, const memory_probe& m,
                          std::size_t peak_delta, const std::string& extra) {
@@ -79,7 +82,7 @@ inline void print_result(const options& o, const std::string& allocator, const r
         "\"checksum\": \"0x%016llx\", \"same_line\": %.4f, \"within_256\": %.4f, \"same_page\": %.4f, \"ahead_256\": %.4f, "
         "\"rss_before_bytes\": %zu, \"peak_rss_delta_bytes\": %zu, \"hwm_reset\": %s%s}\n",
         o.workload.c_str(), allocator.c_str(), o.container.c_str(), o.hint.c_str(), o.layout.c_str(),
-        allotheque::tools::malloc_library(), o.n, o.workload == "map" || o.workload == "set" ? o.lookups : std::size_t(0), o.passes,
+        allotheque::tools::malloc_library(), o.n, tree_workload(o.workload) ? o.lookups : std::size_t(0), o.passes,
         o.roots, o.junk, r.build_ns, r.reorganize_ns, r.walk_ns, r.lookup_ns, r.bfs_ns, r.elements,
         static_cast<unsigned long long>(r.checksum), r.same_line, r.within_256, r.same_page, r.ahead_256, m.rss_before,
         peak_delta, m.hwm_reset ? "true" : "false", extra.c_str());
@@ -97,8 +100,6 @@ inline int check_reorganize(const options& o) {
     std::fprintf(stderr, "order: --reorganize 1 needs a hinted map, set or list\n");
     return 2;
 }
-
-inline bool known_workload(const std::string& w) { return w == "map" || w == "set" || w == "list" || w == "graph"; }
 
 // What a run needs before its memory is measured: the input and the stream
 // of unrelated allocations (with its bookkeeping reserved).
@@ -142,8 +143,7 @@ int drive_heap(const options& o, const char* label, const Args&... args) {
     if (o.container == "hinted" && o.workload == "list" && o.hint != "predecessor")
         return bad_option("list hint (hinted_list: predecessor)", o.hint);
     if (int e = check_reorganize(o)) return e;
-    if (o.container == "hinted" && (o.workload == "map" || o.workload == "set") && o.hint != "parent" &&
-        o.hint != "predecessor" &&
+    if (o.container == "hinted" && tree_workload(o.workload) && o.hint != "parent" && o.hint != "predecessor" &&
         o.hint != "successor" && o.hint != "none")
         return bad_option("tree hint", o.hint);
     H junk_heap(args...), own_heap(args...);

@@ -90,6 +90,11 @@ inline double now_s() {
     return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
+// Nanoseconds per item since t0 (seconds, now_s()), for n items (at least one).
+inline double ns_per(double t0, std::size_t n) {
+    return (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, n));
+}
+
 inline double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     const std::size_t k = v.size();
@@ -241,7 +246,7 @@ u64 time_walks(const C& c, const options& o, result& r) {
         const double t0 = now_s();
         u64 acc = 0;
         for (const auto& e : c) acc = acc * 0x100000001b3ULL + payload(e);
-        walks.push_back((now_s() - t0) * 1e9 / static_cast<double>(c.size()));
+        walks.push_back(ns_per(t0, c.size()));
         walk_sum = acc;
     }
     r.walk_ns = median(walks);
@@ -256,6 +261,18 @@ u64 time_walks(const C& c, const options& o, result& r) {
     return walk_sum;
 }
 
+// --reorganize 1: the container's reorganize(), timed apart (r.reorganize_ns).
+template <class C>
+void reorganize_if_asked(C& c, const options& o, result& r) {
+    if constexpr (requires { c.reorganize(); }) {
+        if (o.reorganize) {
+            const double t0 = now_s();
+            c.reorganize();
+            r.reorganize_ns = ns_per(t0, c.size());
+        }
+    }
+}
+
 // Timed walks and lookups over a built tree c.
 template <class C>
 void time_tree(const C& c, const tree_input& in, const options& o, result& r) {
@@ -266,7 +283,7 @@ void time_tree(const C& c, const tree_input& in, const options& o, result& r) {
         auto it = c.find(k);
         if (it != c.end()) look_sum += payload(*it);
     }
-    r.lookup_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.probes.size()));
+    r.lookup_ns = ns_per(t0, in.probes.size());
     r.checksum = walk_sum ^ mix64(look_sum) ^ c.size();
 }
 
@@ -279,14 +296,8 @@ result run_tree(C& c, Junk& junk, const tree_input& in, const options& o) {
         insert_key(c, k);
         junk.step();
     }
-    r.build_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.keys.size()));
-    if constexpr (requires { c.reorganize(); }) {
-        if (o.reorganize) {
-            const double t1 = now_s();
-            c.reorganize();
-            r.reorganize_ns = (now_s() - t1) * 1e9 / static_cast<double>(std::max<std::size_t>(1, c.size()));
-        }
-    }
+    r.build_ns = ns_per(t0, in.keys.size());
+    reorganize_if_asked(c, o, r);
     time_tree(c, in, o, r);
     return r;
 }
@@ -310,7 +321,7 @@ result run_tree_packed(Junk& junk, const tree_input& in, const options& o) {
             if constexpr (is_map<std::remove_reference_t<decltype(c)>>) c.emplace_hint(c.end(), k, value_of(k));
             else c.emplace_hint(c.end(), k);
         }
-        r.build_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.keys.size()));
+        r.build_ns = ns_per(t0, in.keys.size());
         time_tree(c, in, o, r);
     };
     if (o.workload == "map") {
@@ -351,7 +362,7 @@ double build_list(L& l, Junk& junk, const list_input& in) {
         at.push_back(l.insert(i == 0 ? l.end() : std::next(at[in.after[i]]), in.values[i]));
         junk.step();
     }
-    return (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.values.size()));
+    return ns_per(t0, in.values.size());
 }
 
 // Builds l, then, if asked, reorganize(), then times it.
@@ -359,13 +370,7 @@ template <class L, class Junk>
 result run_list(L& l, Junk& junk, const list_input& in, const options& o) {
     result r;
     r.build_ns = build_list(l, junk, in);
-    if constexpr (requires { l.reorganize(); }) {
-        if (o.reorganize) {
-            const double t1 = now_s();
-            l.reorganize();
-            r.reorganize_ns = (now_s() - t1) * 1e9 / static_cast<double>(std::max<std::size_t>(1, l.size()));
-        }
-    }
+    reorganize_if_asked(l, o, r);
     r.checksum = time_walks(l, o, r) ^ l.size();
     return r;
 }
@@ -384,7 +389,7 @@ result run_list_packed(Junk& junk, const list_input& in, const options& o) {
     std::list<u64, A> packed{A(a)};
     for (u64 v : built) packed.push_back(v);
     built.clear();
-    r.build_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.values.size()));
+    r.build_ns = ns_per(t0, in.values.size());
     r.checksum = time_walks(packed, o, r) ^ packed.size();
     return r;
 }
@@ -455,7 +460,7 @@ inline u64 time_bfs(std::vector<gnode*>& nodes, const graph_input& in, result& r
                 }
             }
         }
-        per_edge.push_back((now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, scanned)));
+        per_edge.push_back(ns_per(t0, scanned));
         sum = mix64(sum ^ dsum ^ (u64(tail) << 32) ^ scanned);
         r.elements = scanned;
     }
@@ -519,7 +524,7 @@ result run_graph(M& m, Junk& junk, const graph_input& in, bool hinted) {
     result r;
     const double t0 = now_s();
     auto nodes = build_graph(m, junk, in, hinted);
-    r.build_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.edges.size()));
+    r.build_ns = ns_per(t0, in.edges.size());
     r.checksum = time_bfs(nodes, in, r);
     graph_adjacency(nodes, r);
     free_graph(m, nodes);
@@ -534,7 +539,7 @@ result run_graph_packed(M& m, Junk& junk, const graph_input& in) {
     result r;
     const double t0 = now_s();
     auto nodes = build_graph(m, junk, in, false);
-    r.build_ns = (now_s() - t0) * 1e9 / static_cast<double>(std::max<std::size_t>(1, in.edges.size()));
+    r.build_ns = ns_per(t0, in.edges.size());
     arena a(in.n * sizeof(gnode) + in.edges.size() * sizeof(gedge) + 4096);
     std::vector<gnode*> copy(in.n, nullptr);
     std::vector<std::uint32_t> order;
