@@ -1,8 +1,9 @@
 // hinted_set / hinted_map reorganize(): the clustered layout of
-// stl/hinted_tree.hpp; hinted_list::reorganize() at the end of the file. Random operations with reorganisations in between,
-// checked against std::map (every element, both directions, lookups, and
-// inserts and erases afterwards, which rebalance through the rewritten links
-// and colours); the layout itself (clusters in key order, upward in memory);
+// stl/hinted_tree.hpp; hinted_list::reorganize() at the end of the file.
+// Random operations with reorganisations in between, checked against std::map
+// (every element, both directions, lookups, and inserts and erases
+// afterwards, which rebalance through the rewritten links and colours); the
+// layout itself (clusters in van Emde Boas order, every link upward in memory);
 // which path each value type takes; and the bad cases: a heap that refuses a
 // node and a copy that throws leave the tree as it was, with nothing leaked.
 #include "catch.hpp"
@@ -395,15 +396,6 @@ TEST_CASE("reorganize: values that move without throwing stay in the tree's node
 // reorganisations; the nodes are the same ones, in ascending order.
 // ---------------------------------------------------------------------------
 
-namespace {
-template <class L>
-std::vector<const void*> list_nodes(const L& l) {
-    std::vector<const void*> v;
-    for (auto it = l.begin(); it != l.end(); ++it) v.push_back(it.address());
-    return v;
-}
-} // namespace
-
 TEMPLATE_TEST_CASE("reorganize: a hinted_list keeps its elements and runs upward through memory", "[stl][reorganize]",
                    watched_velox, watched_medius) {
     TestType h;
@@ -427,7 +419,7 @@ TEMPLATE_TEST_CASE("reorganize: a hinted_list keeps its elements and runs upward
                 const std::size_t s = 16 + rng() % 113;
                 junk.emplace_back(h.allocate(al::request{s}), s);
             }
-            auto before = list_nodes(l);
+            auto before = addresses(l);
             const long live_blocks = h.live;
             h.left = 0;   // the in-place path asks the heap for nothing
             l.reorganize();
@@ -436,7 +428,7 @@ TEMPLATE_TEST_CASE("reorganize: a hinted_list keeps its elements and runs upward
             REQUIRE(l.size() == model.size());
             CHECK(std::equal(l.begin(), l.end(), model.begin(), model.end()));
             CHECK(std::equal(l.rbegin(), l.rend(), model.rbegin(), model.rend()));
-            const auto after = list_nodes(l);
+            const auto after = addresses(l);
             CHECK(std::is_sorted(after.begin(), after.end(), std::less<>{}));
             CHECK(std::adjacent_find(after.begin(), after.end()) == after.end());
             std::sort(before.begin(), before.end(), std::less<>{});
@@ -489,14 +481,14 @@ TEST_CASE("reorganize: a hinted_list of values that may throw when moved is copi
             return l.size() == model.size() &&
                    std::equal(l.begin(), l.end(), model.begin(), [](const fragile& f, std::uint64_t v) { return f.v == v; });
         };
-        const auto before = list_nodes(l);
+        const auto before = addresses(l);
         const long live_blocks = h.live;
         const long live = fragile::live;
 
         fragile::copies_left = 1500;
         CHECK_THROWS_AS(l.reorganize(), std::runtime_error);
         fragile::copies_left = -1;
-        CHECK(list_nodes(l) == before);
+        CHECK(addresses(l) == before);
         CHECK(same());
         CHECK(h.live == live_blocks);
         CHECK(fragile::live == live);
@@ -504,7 +496,7 @@ TEST_CASE("reorganize: a hinted_list of values that may throw when moved is copi
         h.left = 1200;
         CHECK_THROWS_AS(l.reorganize(), std::bad_alloc);
         h.left = -1;
-        CHECK(list_nodes(l) == before);
+        CHECK(addresses(l) == before);
         CHECK(same());
         CHECK(h.live == live_blocks);
         CHECK(fragile::live == live);
@@ -513,7 +505,7 @@ TEST_CASE("reorganize: a hinted_list of values that may throw when moved is copi
         CHECK(same());
         CHECK(h.live == live_blocks);
         CHECK(fragile::live == live);
-        const auto after = list_nodes(l);
+        const auto after = addresses(l);
         std::set<const void*> old(before.begin(), before.end());
         CHECK(std::none_of(after.begin(), after.end(), [&](const void* p) { return old.count(p) != 0; }));
     }
