@@ -15,6 +15,7 @@ libraries of the build tree included.
     bench/run.py ... --threads-only                 only the multi-threaded malloc section (threads_bench)
     bench/run.py --build-dir build/bench --order-only   only the "order" section (allocation order != traversal)
     bench/run.py --build-dir build/bench --cliff-only   only the "cliffs" section (slowest op vs steady state)
+    bench/run.py --build-dir build/bench --instructions-only   only the instruction counts (callgrind)
 """
 import argparse
 import datetime
@@ -1020,6 +1021,30 @@ def run_cliff_section(args, bdir):
     return md, {"runs": runs, "summary": summary, "worst_ratio": worst}, errors
 
 
+# ---------------------------------------------------------------------------
+# Instructions section: bench/instructions (`instructions_malloc`,
+# `instructions_heaps`) under callgrind, counted inside the measured loops
+# only: instructions per malloc + free for every malloc (LD_PRELOAD) and per
+# allocate + deallocate for the header-only heaps and their hand-written
+# twins. bench/instructions/run.py does the work (it also runs alone).
+# ---------------------------------------------------------------------------
+def run_instructions_section(args, bdir):
+    import importlib.util
+    path = os.path.join(ROOT, "bench", "instructions", "run.py")
+    spec = importlib.util.spec_from_file_location("allotheque_instructions_run", path)
+    mod = importlib.util.module_from_spec(spec)
+    # No __pycache__ in the source tree.
+    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.dont_write_bytecode = saved
+    steps = args.instructions_steps or (10000 if args.quick else mod.DEFAULT_STEPS)
+    md, details, errors = mod.run_section(bdir, steps=steps, jobs=args.instructions_jobs, level=2)
+    log("\n" + "\n".join(md))
+    return md, details, errors
+
+
 def section_only(report_dir, name, head, md, details, errors):
     """Writes one section's <name>.md and <name>.json (a --<name>-only run); the exit status."""
     with open(os.path.join(report_dir, name + ".md"), "w") as f:
@@ -1279,6 +1304,16 @@ def main():
                     help="cliffs section (default): slowest single operation vs steady state (bench/cliff)")
     ap.add_argument("--no-cliff", dest="cliff", action="store_false")
     ap.add_argument("--cliff-only", action="store_true", help="run the cliffs section alone (cliff.md, cliff.json)")
+    ap.add_argument("--instructions", dest="instructions", action="store_true", default=True,
+                    help="instructions section (default): instructions per operation under callgrind "
+                         "(bench/instructions)")
+    ap.add_argument("--no-instructions", dest="instructions", action="store_false")
+    ap.add_argument("--instructions-only", action="store_true",
+                    help="run the instructions section alone (instructions.md, instructions.json)")
+    ap.add_argument("--instructions-steps", type=int, default=None,
+                    help="counted operations per (allocator, pattern) (default 100000; --quick: 10000)")
+    ap.add_argument("--instructions-jobs", type=int, default=2,
+                    help="callgrind runs at a time (default 2; the counts do not depend on it)")
     ap.add_argument("--timeout", type=float, default=900)
     t = ap.add_argument_group("threads section (bench/threads, multi-threaded malloc throughput)")
     t.add_argument("--threads", dest="threads", action="store_true", default=True, help="run it (default)")
@@ -1312,6 +1347,9 @@ def main():
     bdir = os.path.abspath(args.build_dir)
     if args.threads_only:
         return threads_only(args, bdir, report_dir)
+    if args.instructions_only:
+        return section_only(report_dir, "instructions", report_preamble() + [""],
+                            *run_instructions_section(args, bdir))
     if args.cliff_only:
         return section_only(report_dir, "cliff", report_preamble() + [""], *run_cliff_section(args, bdir))
     if args.order_only:
@@ -1399,6 +1437,10 @@ def main():
     if args.micro:
         micro = run_micro(args, os.path.join(bdir, "bench", "micro"))
     micro_md, k_ratio = micro_tables(micro)
+    instructions_md, instructions_details = [], {}
+    if args.instructions:
+        instructions_md, instructions_details, instructions_errors = run_instructions_section(args, bdir)
+        errors += instructions_errors
     threads_rows, threads_runs, threads_md = [], [], []
     if args.threads:
         threads_rows, threads_runs, threads_md, threads_errors = run_threads_section(args, bdir, report_dir)
@@ -1466,6 +1508,7 @@ def main():
             md += ["Composed {0} / hand-written {0}, geometric mean over the patterns: **{1}** (default heap), "
                    "**{2}** (reclaim_policy::never, like the twin)".format(fam, fmt(r["composed"], "{:.3f}"),
                                                                           fmt(r["never"], "{:.3f}")), ""]
+    md += instructions_md
     made = plots(report_dir, [r for r in results if r.get("seconds") is not None], programs, allocators,
                  variants, cg)
     md += backend_md
@@ -1483,7 +1526,7 @@ def main():
            "programs": programs, "runs": runs, "cachegrind": cg, "micro": micro, "errors": errors,
            "checksum_mismatches": {"{}@{}".format(*k): {c: sorted(v) for c, v in d.items()} for k, d in bad.items()},
            "composed_over_plain": k_ratio, "threads_runs": threads_runs, "order": order_details,
-           "backend": backend_details, "cliff": cliff_details,
+           "backend": backend_details, "cliff": cliff_details, "instructions": instructions_details,
            "elapsed_seconds": elapsed}
     with open(os.path.join(report_dir, "details.json"), "w") as f:
         json.dump(doc, f, indent=1)
