@@ -50,7 +50,20 @@ namespace allotheque {
 template <class P>
 concept block_partition = requires { requires P::manages_blocks; };
 
-template <block_partition P, source S = arena_source, heap_options_like Options = heap_options<>>
+namespace detail {
+// Checked in block_heap's constraint ahead of `block_partition<P>`, so that
+// the first error says which heap an exact-size partition wants.
+template <class P>
+struct block_heap_kind {
+    static_assert(block_partition<P>,
+                  "allotheque::block_heap: this partition neither splits nor coalesces blocks (no "
+                  "simultaneous<adjacency<...>, ...>); use allotheque::heap<Partition, Source, Options> for it");
+    static constexpr bool value = true;
+};
+} // namespace detail
+
+template <class P, source S = arena_source, heap_options_like Options = heap_options<>>
+    requires(detail::block_heap_kind<P>::value && block_partition<P>)
 class block_heap : public detail::throwing_allocate<block_heap<P, S, Options>> {
     using tags = boundary_tags;
     using span = backend::span;
@@ -273,12 +286,10 @@ private:
     [[gnu::noinline, gnu::cold]] void* allocate_large(const request& r) noexcept {
         const std::size_t bytes = large_bytes(r.size, r.alignment);
         if (bytes == 0 || bytes < r.size) return nullptr;
-        span* sp = spans_.open(bytes, r.hint, state::large, owner_tag_);
+        span* sp = spans_.open_large(bytes, r.hint, owner_tag_, tags::align, large_offset(r.alignment));
         if (!sp) return nullptr;
-        std::byte* payload = reinterpret_cast<std::byte*>(
-            detail::round_up(detail::address_of(sp->base) + tags::align, large_offset(r.alignment)));
-        const std::size_t offset = static_cast<std::size_t>(payload - sp->base);
-        sp->chunk = static_cast<std::uint32_t>(offset);
+        std::byte* payload = sp->base + sp->chunk;
+        const std::size_t offset = sp->chunk;
         sp->request = r.size;
         note_held();
         tags::head(tags::block_of(payload)) = offset | tags::in_use | tags::large;

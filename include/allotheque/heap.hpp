@@ -87,11 +87,22 @@ concept sweepable_partition = requires(typename P::header_type& h, void (*f)(std
     P::clear(h);
 };
 
-template <partition P, source S = arena_source, heap_options_like Options = heap_options<>>
-class heap : public detail::throwing_allocate<heap<P, S, Options>> {
+namespace detail {
+// Checked in heap's constraint ahead of `partition<P>`: a splitting partition
+// is no `partition` (it has no min_chunk, no round_size), so without this the
+// first error named a missing member instead of the heap to use.
+template <class P>
+struct exact_heap_kind {
     static_assert(!requires { P::manages_blocks; },
                   "allotheque::heap: this partition splits and coalesces blocks (simultaneous<adjacency<...>, ...>); "
                   "use allotheque::block_heap<Partition, Source, Options> for it");
+    static constexpr bool value = true;
+};
+} // namespace detail
+
+template <class P, source S = arena_source, heap_options_like Options = heap_options<>>
+    requires(detail::exact_heap_kind<P>::value && partition<P>)
+class heap : public detail::throwing_allocate<heap<P, S, Options>> {
     static_assert(P::size_exact,
                   "allotheque::heap: no level of this partition finds chunks of exactly the requested size; a heap "
                   "without splitting needs a size level with match/match_only (and an exact hash), or a size "
@@ -121,13 +132,15 @@ public:
     // Whether the partition looks at the hint at all (decides the default hint policy).
     static constexpr bool locality_aware = P::reads_address;
     static constexpr std::size_t granularity = cfg.granularity;
-    static constexpr std::size_t min_chunk = detail::round_up(P::min_chunk, granularity);
     // With heap_config::free_marks: where a freed chunk carries its mark (past
     // every link the partition writes into a free chunk).
     using marks = detail::free_marks<detail::round_up(P::min_chunk, 8)>;
-    static_assert(!cfg.free_marks || min_chunk >= marks::offset + 8,
-                  "allotheque::heap: free_marks needs chunks with a word past the partition's links; raise "
-                  "heap_config::granularity (16 makes room for every library partition)");
+    // The smallest chunk also holds the mark when marks are on, so that the
+    // switch works at any granularity: good_size, classify_small and
+    // good_size_aligned all start from min_chunk, so allocate and deallocate
+    // keep agreeing on the chunk size.
+    static constexpr std::size_t min_chunk =
+        detail::round_up(cfg.free_marks ? std::max(P::min_chunk, marks::offset + 8) : P::min_chunk, granularity);
     // Every block can be aligned up to a page; large blocks (and requests made
     // large by their alignment) up to max_large_alignment, inside their span.
     static constexpr std::size_t max_alignment = detail::page_size;
@@ -435,13 +448,21 @@ private:
             // The threshold policy's one trigger, off the fast paths: a refill
             // sweeps (giving fully free spans back, so that memory freed as one
             // size serves another) at most once per reclaim interval.
+            // It also sweeps before the heap has grown by an eighth since the
+            // last sweep when the new span would come from the system: a
+            // program that frees 500 MiB of one size and then allocates
+            // another must get those pages back, not another 500 MiB, however
+            // soon after. A sweep costs a visit of each free chunk, so this
+            // trigger costs at most a constant per byte the heap grows.
             if (small_bytes() >= reclaim_min) {
                 const std::uint64_t now = backend::now_ms();
-                if (now - last_reclaim_ms_ >= cfg.reclaim_interval_ms) {
+                const bool grown = opened_since_sweep_ >= small_bytes() / 8 && !spans_.pool().can_take(bytes);
+                if (grown || now - last_reclaim_ms_ >= cfg.reclaim_interval_ms) {
                     last_reclaim_ms_ = now;
                     sweep();
                 }
             }
+            opened_since_sweep_ += bytes;
         }
         span* sp = spans_.open(bytes, hint, state::small, owner_tag_);
         if (!sp && sweep_for_memory()) sp = spans_.open(bytes, hint, state::small, owner_tag_);
@@ -479,15 +500,18 @@ private:
         const std::size_t slack = alignment > detail::page_size ? alignment - detail::page_size : 0;
         const std::size_t bytes = detail::round_up(s, detail::page_size) + slack;
         if (bytes < s || bytes - slack == 0) return nullptr;
-        span* sp = spans_.open(bytes, hint, state::large, owner_tag_);
-        if (!sp && sweep_for_memory()) sp = spans_.open(bytes, hint, state::large, owner_tag_);
+        const std::size_t align = slack ? alignment : 0;
+        span* sp = spans_.open_large(bytes, hint, owner_tag_, 0, align);
+        if (!sp && sweep_for_memory()) sp = spans_.open_large(bytes, hint, owner_tag_, 0, align);
         if (!sp) return nullptr;
-        std::byte* payload =
-            slack ? reinterpret_cast<std::byte*>(detail::round_up(detail::address_of(sp->base), alignment)) : sp->base;
-        sp->chunk = static_cast<std::uint32_t>(payload - sp->base);
+        std::byte* payload = sp->base + sp->chunk;
         sp->request = s;
         note_held();
         if (zero && sp->dirty) std::memset(payload, 0, s);
+        // The pages may have held small chunks whose free marks are still
+        // there: a block handed out carries no mark, whatever the memory was.
+        if constexpr (cfg.free_marks)
+            if (sp->dirty) marks::word(payload) = 0;
         return payload;
     }
     [[gnu::noinline, gnu::cold]] void deallocate_large(std::byte* p) noexcept {
@@ -585,6 +609,7 @@ private:
         });
         if constexpr (locality_aware) last_ = nullptr;
         std::size_t released_bytes = 0;
+        opened_since_sweep_ = 0;
         for (span* sp = touched; sp;) {
             span* next = sp->sweep.next;
             const std::size_t s = sp->chunk;
@@ -638,6 +663,7 @@ private:
     const void* owner_tag_ = this;
     std::size_t live_ = 0, reclaim_floor_ = 0, peak_os_ = 0, reclaims_ = 0;
     std::size_t sweep_guard_ = max_size;
+    std::size_t opened_since_sweep_ = 0;   // bytes of small spans opened since the last sweep
     std::uint64_t last_reclaim_ms_ = backend::now_ms();
     span* reserved_[reserve_slots] = {};   // last: the fields above are read on the fast paths
 };

@@ -136,11 +136,32 @@ struct thread_heap {
 
 constexpr std::size_t thread_heap_bytes = at::detail::round_up(sizeof(thread_heap), at::detail::page_size);
 
+// The registry lock guards the list of heaps and the spare slots, and is never
+// held across anything that can allocate or throw: a heap whose tables cannot
+// be mapped throws bad_alloc, whose exception is allocated with malloc, which
+// would come back here for the lock.
 pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 thread_heap* all_heaps = nullptr;   // under registry_lock
+std::size_t orphan_count = 0;       // under registry_lock: heaps orphaned by their thread's exit
+// Memory of destroyed heaps, kept for the next one: a thread that pushed a
+// remote free may still read the heap's `orphaned` flag after its owner was
+// drained, emptied and destroyed, so that memory stays mapped (and reads as a
+// heap that is not orphaned) for the life of the process.
+struct spare_slot {
+    spare_slot* next;
+};
+spare_slot* spare_slots = nullptr;   // under registry_lock
+
+// Where the calling thread is in its life, for the slow paths.
+enum class thread_state : unsigned char { fresh, attaching, attached, exited };
 __thread thread_heap* tl_heap __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread thread_state tl_state __attribute__((tls_model("initial-exec"))) = thread_state::fresh;
 pthread_key_t exit_key;
 std::atomic<int> started{0};   // 0: nothing, 1: key made, 2: fork handlers registered
+
+// Empty orphans beyond this many are destroyed when their thread exits (a
+// burst of threads leaves no trail of heaps); malloc_trim destroys them all.
+constexpr std::size_t kept_orphans = 8;
 
 // The owner takes back what other threads freed (clearing the remote mark).
 void drain(thread_heap* th) noexcept {
@@ -152,6 +173,13 @@ void drain(thread_heap* th) noexcept {
         th->heap.deallocate(r, *heap_type::span_of_any(r));
 #endif
     });
+}
+
+// Whether a heap held by the caller holds no memory a block could be in:
+// then no thread can find it through the page map any more.
+bool holds_nothing(thread_heap* th) noexcept {
+    const at::heap_stats st = th->heap.stats();
+    return st.small_span_bytes == 0 && st.large_blocks == 0 && !th->remote.maybe_nonempty();
 }
 
 void before_fork() noexcept {
@@ -171,58 +199,128 @@ void after_fork_child() noexcept {
         if (h != tl_heap && !h->orphaned.load(std::memory_order_relaxed)) h->abandoned = true;
 }
 
-// A thread's heap goes to the pool of orphans when its thread exits.
-void on_thread_exit(void* v) noexcept {
-    auto* th = static_cast<thread_heap*>(v);
-    if (tl_heap == th) tl_heap = nullptr;
-    drain(th);
-    th->heap.trim();
-    th->orphaned.store(true, std::memory_order_release);
-}
-
-[[gnu::noinline, gnu::cold]] thread_heap* attach() noexcept {
-    int s = started.load(std::memory_order_acquire);
-    if (s == 0) {
-        pthread_mutex_lock(&registry_lock);
-        if (started.load(std::memory_order_relaxed) == 0) {
-            at::arena_source::fork_handled_externally();
-            if (pthread_key_create(&exit_key, on_thread_exit) != 0) {
-                pthread_mutex_unlock(&registry_lock);
-                return nullptr;
-            }
-            started.store(1, std::memory_order_release);
-        }
-        pthread_mutex_unlock(&registry_lock);
+// A new heap, outside the registry lock (its constructor maps tables and may
+// throw); linked in by the caller.
+thread_heap* make_heap() noexcept {
+    void* m = nullptr;
+    pthread_mutex_lock(&registry_lock);
+    if (spare_slots) {
+        m = spare_slots;
+        spare_slots = spare_slots->next;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (!m) {
+        m = ::mmap(nullptr, thread_heap_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) return nullptr;
     }
     thread_heap* th = nullptr;
-    pthread_mutex_lock(&registry_lock);
-    for (thread_heap* h = all_heaps; h && !th; h = h->next_all) {
-        bool expected = true;
-        if (!h->abandoned && h->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) th = h;
+    try {
+        th = ::new (m) thread_heap();
+    } catch (...) {   // the heap's tables could not be mapped
+        pthread_mutex_lock(&registry_lock);
+        auto* slot = static_cast<spare_slot*>(m);
+        slot->next = spare_slots;
+        spare_slots = slot;
+        pthread_mutex_unlock(&registry_lock);
+        return nullptr;
     }
-    if (!th) {
-        void* m = ::mmap(nullptr, thread_heap_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m != MAP_FAILED) {
-            try {
-                th = ::new (m) thread_heap();
-            } catch (...) {   // the heap's tables could not be mapped
-                ::munmap(m, thread_heap_bytes);
-            }
+    th->heap.set_owner_tag(th);
+    return th;
+}
+
+// Under registry_lock, with th held by the caller (not orphaned) and holding
+// nothing: unlinks and destroys it, keeping its memory for the next heap.
+void destroy_locked(thread_heap* th) noexcept {
+    for (thread_heap** link = &all_heaps; *link; link = &(*link)->next_all)
+        if (*link == th) {
+            *link = th->next_all;
+            break;
         }
-        if (th) {
-            th->heap.set_owner_tag(th);
-            th->next_all = all_heaps;
-            all_heaps = th;
+    th->~thread_heap();
+    // What a late reader of `orphaned` sees: all zero, not adoptable.
+    std::memset(static_cast<void*>(th), 0, sizeof(thread_heap));
+    auto* slot = reinterpret_cast<spare_slot*>(th);
+    slot->next = spare_slots;
+    spare_slots = slot;
+}
+
+// An orphan taken over by the caller, or a new heap linked in; nullptr when
+// no memory is left for one.
+thread_heap* take_heap() noexcept {
+    pthread_mutex_lock(&registry_lock);
+    for (thread_heap* h = all_heaps; h; h = h->next_all) {
+        bool expected = true;
+        if (!h->abandoned && h->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) {
+            --orphan_count;
+            pthread_mutex_unlock(&registry_lock);
+            return h;
         }
     }
     pthread_mutex_unlock(&registry_lock);
+    thread_heap* th = make_heap();
     if (!th) return nullptr;
+    pthread_mutex_lock(&registry_lock);
+    th->next_all = all_heaps;
+    all_heaps = th;
+    pthread_mutex_unlock(&registry_lock);
+    return th;
+}
+
+// Gives a heap the caller holds to the pool of orphans, or destroys it when
+// it holds nothing and enough orphans wait already (`keep` of them).
+void release_heap(thread_heap* th, std::size_t keep) noexcept {
+    pthread_mutex_lock(&registry_lock);
+    if (orphan_count >= keep && holds_nothing(th)) {
+        destroy_locked(th);
+    } else {
+        ++orphan_count;
+        th->orphaned.store(true, std::memory_order_release);
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+// A thread's heap goes to the pool of orphans when its thread exits. Key
+// destructors that run after this one may still allocate: they borrow a heap
+// for each call (tl_state = exited), so none is left tied to a dead thread.
+void on_thread_exit(void* v) noexcept {
+    auto* th = static_cast<thread_heap*>(v);
+    if (tl_heap == th) tl_heap = nullptr;
+    tl_state = thread_state::exited;
+    drain(th);
+    th->heap.trim();
+    release_heap(th, kept_orphans);
+}
+
+void ensure_started() noexcept {
+    if (started.load(std::memory_order_acquire) != 0) return;
+    pthread_mutex_lock(&registry_lock);
+    if (started.load(std::memory_order_relaxed) == 0) {
+        at::arena_source::fork_handled_externally();
+        if (pthread_key_create(&exit_key, on_thread_exit) == 0) started.store(1, std::memory_order_release);
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+// The calling thread's heap, made or adopted; nullptr when there is no memory
+// for one, or when called again from inside (an exception thrown while the
+// heap is built allocates): that inner call gets NULL, never a wait on a lock.
+[[gnu::noinline, gnu::cold]] thread_heap* attach() noexcept {
+    if (tl_state == thread_state::attaching) return nullptr;
+    const thread_state was = tl_state;
+    tl_state = thread_state::attaching;
+    ensure_started();
+    thread_heap* th = started.load(std::memory_order_acquire) != 0 ? take_heap() : nullptr;
+    if (!th) {
+        tl_state = was;
+        return nullptr;
+    }
     tl_heap = th;
     drain(th);
     pthread_setspecific(exit_key, th);   // may allocate (keys past the first 32): tl_heap is set
     int expected = 1;
     if (started.compare_exchange_strong(expected, 2, std::memory_order_acq_rel))
         pthread_atfork(&before_fork, &after_fork_parent, &after_fork_child);   // may allocate too
+    tl_state = thread_state::attached;
     return th;
 }
 
@@ -239,11 +337,6 @@ void service_orphan(thread_heap* owner) noexcept {
     owner->orphaned.store(true, std::memory_order_release);
 }
 
-inline thread_heap* my_heap() noexcept {
-    thread_heap* th = tl_heap;
-    return __builtin_expect(th != nullptr, 1) ? th : attach();
-}
-
 // ---------------------------------------------------------------------------
 // The operations.
 // ---------------------------------------------------------------------------
@@ -251,30 +344,65 @@ inline thread_heap* my_heap() noexcept {
     at::detail::fail("allotheque malloc", "double free, or a pointer no heap handed out (interior or foreign)", what, p);
 }
 
-// n bytes aligned to a (a power of two), or nullptr with errno = ENOMEM.
-inline void* allocate(std::size_t n, std::size_t a, bool zero = false) noexcept {
-    thread_heap* th = my_heap();
-    void* p = nullptr;
-    if (th) {
-        if (th->remote.maybe_nonempty()) drain(th);
-        const void* hint = nullptr;
-        if constexpr (heap_type::locality_aware) hint = th->heap.last_allocation();
-        at::request r{request_size(n), hint, a <= min_align ? 0 : a};
-        r.zero = zero;
-        p = th->heap.try_allocate(r);
-    }
+inline void* allocate_in(thread_heap* th, std::size_t n, std::size_t a, bool zero) noexcept {
+    if (th->remote.maybe_nonempty()) drain(th);
+    const void* hint = nullptr;
+    if constexpr (heap_type::locality_aware) hint = th->heap.last_allocation();
+    at::request r{request_size(n), hint, a <= min_align ? 0 : a};
+    r.zero = zero;
+    void* p = th->heap.try_allocate(r);
     if (!p) errno = ENOMEM;
     return p;
+}
+
+// A thread's first allocation, or one made after its heap was released at
+// exit (by a later key destructor): that one borrows an orphan, or a new heap
+// that becomes one, for the single call.
+[[gnu::noinline, gnu::cold]] void* allocate_slow(std::size_t n, std::size_t a, bool zero) noexcept {
+    if (tl_state == thread_state::exited) {
+        ensure_started();
+        thread_heap* th = take_heap();
+        if (!th) {
+            errno = ENOMEM;
+            return nullptr;
+        }
+        void* p = allocate_in(th, n, a, zero);
+        release_heap(th, kept_orphans);
+        return p;
+    }
+    thread_heap* th = attach();
+    if (!th) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    return allocate_in(th, n, a, zero);
+}
+
+// n bytes aligned to a (a power of two), or nullptr with errno = ENOMEM.
+inline void* allocate(std::size_t n, std::size_t a, bool zero = false) noexcept {
+    thread_heap* th = tl_heap;
+    if (__builtin_expect(th == nullptr, 0)) return allocate_slow(n, a, zero);
+    return allocate_in(th, n, a, zero);
 }
 
 // The span of a block start of this library, or abort.
 inline span* block_span(void* p, const char* what) noexcept {
 #if defined(ALLOTHEQUE_MALLOC_BLOCK_HEAP)
     // A block's tags sit in the 16 bytes before it, in its span.
-    span* sp = at::backend::page_map::instance().find(static_cast<std::byte*>(p) - 16);
+    using tags = at::boundary_tags;
+    auto* q = static_cast<std::byte*>(p);
+    span* sp = at::backend::page_map::instance().find(q - tags::payload_offset);
     if (!sp || (sp->state != span_state::block && sp->state != span_state::large) ||
         at::detail::address_of(p) % min_align != 0)
         invalid(what, p);
+    if (sp->state == span_state::large) {
+        if (q != sp->base + sp->chunk) invalid(what, p);
+    } else {
+        // A block Lea holds as free (or parked in a fast bin) must not be
+        // touched again: a remote free would overwrite its links.
+        const std::size_t h = tags::head(tags::block_of(p));
+        if (!(h & tags::in_use) || (h & tags::waiting)) at::detail::fail("allotheque malloc", "double free", what, p);
+    }
 #else
     span* sp = heap_type::span_of_any(p);
     if (!sp) invalid(what, p);
@@ -297,6 +425,8 @@ inline void deallocate(void* p) noexcept {
     // the owner's partition; Lea's tags say the rest.
     std::uint64_t& w = marks::word(p);
     if (w == marks::remote(p)) at::detail::fail("allotheque malloc", "double free", "free", p);
+    // Caught here rather than in the heap, so the message speaks malloc's words.
+    if (!block_heap && w == marks::local(p)) at::detail::fail("allotheque malloc", "double free", "free", p);
     if (owner == tl_heap) {
 #if defined(ALLOTHEQUE_MALLOC_BLOCK_HEAP)
         owner->heap.deallocate(p);
@@ -305,7 +435,6 @@ inline void deallocate(void* p) noexcept {
 #endif
         return;
     }
-    if (!block_heap && w == marks::local(p)) at::detail::fail("allotheque malloc", "double free", "free", p);
     w = marks::remote(p);
     owner->remote.push_link(p);
     if (owner->orphaned.load(std::memory_order_relaxed)) service_orphan(owner);
@@ -446,8 +575,9 @@ ALLOTHEQUE_EXPORT void* pvalloc(size_t n) noexcept {
 
 ALLOTHEQUE_EXPORT size_t malloc_usable_size(void* p) noexcept { return usable(p); }
 
-// glibc's malloc_trim: every thread heap not in use gives its free pages back,
-// and so does the caller's. Returns 1 when anything went back.
+// glibc's malloc_trim: the caller's heap and every orphaned one give their
+// free pages back, and orphans left holding nothing are destroyed. Returns 1
+// when anything went back.
 ALLOTHEQUE_EXPORT int malloc_trim(size_t) noexcept {
     std::size_t back = 0;
     if (thread_heap* th = tl_heap) {
@@ -455,12 +585,21 @@ ALLOTHEQUE_EXPORT int malloc_trim(size_t) noexcept {
         back += th->heap.trim();
     }
     pthread_mutex_lock(&registry_lock);
-    for (thread_heap* h = all_heaps; h; h = h->next_all) {
+    for (thread_heap* h = all_heaps; h;) {
+        thread_heap* next = h->next_all;
         bool expected = true;
-        if (h->abandoned || !h->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) continue;
-        drain(h);
-        back += h->heap.trim();
-        h->orphaned.store(true, std::memory_order_release);
+        if (!h->abandoned && h->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) {
+            drain(h);
+            back += h->heap.trim();
+            if (holds_nothing(h)) {
+                --orphan_count;
+                destroy_locked(h);
+                ++back;
+            } else {
+                h->orphaned.store(true, std::memory_order_release);
+            }
+        }
+        h = next;
     }
     pthread_mutex_unlock(&registry_lock);
     return back > 0;

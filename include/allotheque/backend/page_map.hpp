@@ -5,8 +5,8 @@
 //
 // Layout: 48-bit addresses, 36-bit page numbers split 18 / 18. The root (2 MiB
 // of pointers) and each leaf (2 MiB, covering 1 GiB of addresses) are mapped
-// lazily with MAP_NORESERVE, so the resident cost is one 8-byte entry per page
-// of heap in use (0.2 %) plus the touched root pages.
+// lazily with MAP_NORESERVE and without huge pages, so the resident cost is
+// one 8-byte entry per page of heap in use (0.2 %) plus the touched root pages.
 //
 // Threads: a span's pages are written by the heap that holds the span and read
 // by anyone; entries are atomic (relaxed stores; a reader that may see a span
@@ -100,6 +100,7 @@ private:
         std::atomic<leaf>& slot = root_[index];
         leaf l = slot.load(std::memory_order_acquire);
         if (l) return l;
+        prepare_root();
         void* m = map(leaf_bytes);
         if (!m) return nullptr;
         leaf expected = nullptr;
@@ -111,18 +112,44 @@ private:
         return expected;
     }
 
+    // The root lives in static storage, where transparent huge pages
+    // ("always") make the whole 2 MiB resident on its first write: that was
+    // most of the 1.5 MB the malloc added to every process. Before the first
+    // leaf is installed the root holds only zeros, so its pages can be
+    // dropped and kept small; later callers wait for that to finish.
+    void prepare_root() noexcept {
+        int s = root_state_.load(std::memory_order_acquire);
+        if (s == 2) return;
+        if (s == 0 && root_state_.compare_exchange_strong(s, 1, std::memory_order_acq_rel)) {
+            const std::uintptr_t lo = detail::round_up(detail::address_of(&root_[0]), detail::page_size);
+            const std::uintptr_t hi = (detail::address_of(&root_[0]) + root_bytes) & ~(detail::page_size - 1);
+            auto* p = reinterpret_cast<void*>(lo);
+            ::madvise(p, hi - lo, MADV_NOHUGEPAGE);
+            ::madvise(p, hi - lo, MADV_DONTNEED);
+            root_state_.store(2, std::memory_order_release);
+            return;
+        }
+        while (root_state_.load(std::memory_order_acquire) != 2) {
+        }
+    }
+
     void* map(std::size_t bytes) noexcept {
         unsigned n = inject_.load(std::memory_order_relaxed);
         while (n > 0 && !inject_.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
         }
         if (n > 0) return nullptr;
         void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        return m == MAP_FAILED ? nullptr : m;
+        if (m == MAP_FAILED) return nullptr;
+        // A leaf is 2 MiB and sparse: with transparent huge pages "always",
+        // the first entry written would make all 2 MiB resident.
+        ::madvise(m, bytes, MADV_NOHUGEPAGE);
+        return m;
     }
 
     std::atomic<leaf> root_[root_count] = {};   // 2 MiB of zero pages until touched
     std::atomic<std::size_t> leaves_{0};
     std::atomic<unsigned> inject_{0};
+    std::atomic<int> root_state_{0};   // 0: untouched, 1: being prepared, 2: ready
 };
 
 inline std::size_t page_map::resident_bytes() const noexcept {

@@ -1,9 +1,18 @@
 // `span_registry<Source, Options>`: the last stage of the back end, the one a
-// heap talks to. It takes spans from the span pool, records every page of each
-// in the process's page map (so any pointer into a span finds it: free(p)
-// without a size, usable_size, the owning heap, a foreign or interior pointer
-// refused), keeps the list of spans the heap holds, and undoes all of that when
-// a span goes back.
+// heap talks to. It takes spans from the span pool, records them in the
+// process's page map (so any pointer into a span finds it: free(p) without a
+// size, usable_size, the owning heap, a foreign or interior pointer refused),
+// keeps the list of spans the heap holds, and undoes all of that when a span
+// goes back.
+//
+// A span cut into chunks has every page recorded (any chunk must find it). A
+// large block's span records at most its first MiB (a layer that keeps a
+// header just before an aligned pointer inside the block, like
+// layers::sized, must find it there) and the pages holding the payload's
+// first byte and the 16 bytes before it (block_heap's tags). Its other pages
+// map to nothing, so an interior pointer there is refused like a foreign one,
+// and a block of any size costs O(1) page-map work and memory: a 64 GiB block
+// once wrote 16 M entries (128 MiB resident) and a 64 TiB one exhausted memory.
 //
 //   source  ->  span_pool (regions, free ranges, retention)  ->  span_registry (page map, spans held)
 //
@@ -53,7 +62,8 @@ public:
         sp->state = st;
         sp->owner = owner;
         sp->clear_in_use();   // here, not in the pool: any pool stage may hand out a span
-        if (!page_map::instance().set(sp->base, pages(bytes), sp)) {
+        if (st == span_state::large) sp->chunk = 0;   // open_large sets the payload
+        if (!record(sp)) {
             pool_.give(sp);
             return nullptr;
         }
@@ -62,9 +72,31 @@ public:
         bytes_[index(st)] += bytes;
         return sp;
     }
+    // A large block's span: its payload at the first address from base +
+    // min_offset aligned to `alignment` (0 or a power of two), recorded in
+    // sp->chunk; nullptr as open().
+    span* open_large(std::size_t bytes, const void* hint, const void* owner, std::size_t min_offset,
+                     std::size_t alignment) noexcept {
+        span* sp = pool_.take(bytes, hint);
+        if (!sp) return nullptr;
+        sp->state = span_state::large;
+        sp->owner = owner;
+        sp->clear_in_use();
+        const std::uintptr_t first = detail::address_of(sp->base) + min_offset;
+        sp->chunk = static_cast<std::uint32_t>((alignment > 1 ? detail::round_up(first, alignment) : first) -
+                                               detail::address_of(sp->base));
+        if (!record(sp)) {
+            pool_.give(sp);
+            return nullptr;
+        }
+        held_.push_back(*sp);
+        ++count_[index(span_state::large)];
+        bytes_[index(span_state::large)] += bytes;
+        return sp;
+    }
     // Gives sp back to the pool (its pages no longer map to anything).
     void close(span* sp) noexcept {
-        page_map::instance().clear(sp->base, pages(sp->bytes));
+        unrecord(sp);
         held_.erase(held_.iterator_to(*sp));
         --count_[index(sp->state)];
         bytes_[index(sp->state)] -= sp->bytes;
@@ -72,6 +104,7 @@ public:
     }
     // Grows sp in place into the free pages after it, or gives its tail back.
     bool resize(span* sp, std::size_t bytes) noexcept {
+        if (sp->state == span_state::large) return resize_large(sp, bytes);
         const std::size_t was = sp->bytes;
         if (bytes > was) {
             if (!pool_.extend(sp, bytes)) return false;
@@ -92,7 +125,7 @@ public:
     }
     // Every span back to the source (what they held becomes invalid).
     void release_all() noexcept {
-        for (span& sp : held_) page_map::instance().clear(sp.base, pages(sp.bytes));
+        for (span& sp : held_) unrecord(&sp);
         held_.clear();
         for (auto& c : count_) c = 0;
         for (auto& b : bytes_) b = 0;
@@ -117,6 +150,55 @@ public:
 
 private:
     static constexpr std::size_t index(span_state st) noexcept { return static_cast<std::size_t>(st); }
+
+    // f(first, pages) for each run of pages sp records (see the top).
+    static constexpr std::size_t large_head = std::size_t{1} << 20;
+    template <class F>
+    static bool for_recorded(const span* sp, F f) noexcept {
+        if (sp->state != span_state::large) return f(sp->base, pages(sp->bytes));
+        const std::size_t head = pages(sp->bytes < large_head ? sp->bytes : large_head);
+        const std::uintptr_t base = detail::address_of(sp->base), payload = base + sp->chunk;
+        const std::uintptr_t lo = (sp->chunk >= 16 ? payload - 16 : base) & ~(detail::page_size - 1);
+        const std::uintptr_t hi = payload & ~(detail::page_size - 1);
+        const std::uintptr_t head_end = base + head * detail::page_size;
+        if (hi < head_end) return f(sp->base, head);
+        if (lo < head_end) return f(sp->base, (hi - base) / detail::page_size + 1);
+        return f(sp->base, head) && f(reinterpret_cast<std::byte*>(lo), (hi - lo) / detail::page_size + 1);
+    }
+    // A large span's recorded pages depend on its length (the head is capped
+    // by it): record again around the change. The new record needs at most
+    // the page-map leaves the old one or the grown pages need; if they cannot
+    // be had, the span keeps its length.
+    bool resize_large(span* sp, std::size_t bytes) noexcept {
+        const std::size_t was = sp->bytes;
+        if (bytes == was) return true;
+        unrecord(sp);
+        const bool changed = bytes > was ? pool_.extend(sp, bytes) : pool_.shrink(sp, bytes);
+        if (changed && !record(sp)) {
+            bytes > was ? pool_.shrink(sp, was) : pool_.extend(sp, was);
+            record(sp);
+            return false;
+        }
+        if (!changed) {
+            record(sp);
+            return bytes < was;   // a shrink with no record for the tail keeps it, as above
+        }
+        bytes_[index(span_state::large)] += sp->bytes - was;
+        return true;
+    }
+    // False when the page map cannot record sp; then no entry of sp is left.
+    static bool record(span* sp) noexcept {
+        if (for_recorded(sp, [sp](std::byte* p, std::size_t n) noexcept { return page_map::instance().set(p, n, sp); }))
+            return true;
+        unrecord(sp);
+        return false;
+    }
+    static void unrecord(const span* sp) noexcept {
+        for_recorded(sp, [](std::byte* p, std::size_t n) noexcept {
+            page_map::instance().clear(p, n);
+            return true;
+        });
+    }
 
     pool_type pool_{};
     span_list held_;

@@ -131,16 +131,23 @@ private:
         }
 
         bool reserve(std::size_t n) noexcept {
+            const std::size_t exact = detail::round_up(n, detail::page_size);
+            if (exact < n) return false;
             backend::span* a = records.make(meta);
             backend::span* f = a ? records.make(meta) : nullptr;
             if (!f) {
                 if (a) records.recycle(a);
                 return false;
             }
-            std::size_t size = next_size > n ? next_size : detail::round_up(n, detail::page_size);
+            std::size_t size = next_size > n ? next_size : exact;
             void* m = MAP_FAILED;
             for (;;) {
-                m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                // An arena sized for one request is mapped as the C library
+                // would map that block, so the kernel's overcommit policy
+                // judges it: a request no memory could back (64 TiB) fails
+                // here, at once, instead of succeeding as a reservation.
+                const int noreserve = size > exact ? MAP_NORESERVE : 0;
+                m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | noreserve, -1, 0);
                 if (m != MAP_FAILED || size <= n) break;
                 size = detail::round_up(size / 2 > n ? size / 2 : n, detail::page_size);
             }
