@@ -383,6 +383,50 @@ TEST_CASE("checked: misuse aborts with a message naming the call site", "[layers
     }
 }
 
+// Named, external functions: with ENABLE_EXPORTS (tests/CMakeLists.txt)
+// glibc's backtrace_symbols_fd can name them, and ASan's symbolizer always can.
+namespace checked_callers {
+[[gnu::noinline]] void free_twice_through_allocator() {
+    ly::checked<velox> h;
+    al::allocator<int, ly::checked<velox>> a(h);
+    int* p = a.allocate(4);
+    a.deallocate(p, 4);
+    a.deallocate(p, 4);
+}
+[[gnu::noinline]] void leak_one(bool report) {
+    ly::checked<velox> h;
+    h.report_leaks(report);
+    void* p = h.allocate(al::request{24});
+    (void)p;
+}
+} // namespace checked_callers
+
+TEST_CASE("checked: through an adapter the report shows the caller's stack; leaks are reported", "[layers]") {
+    SECTION("double free through al::allocator") {
+        auto [aborted, err] = in_child([] { checked_callers::free_twice_through_allocator(); });
+        CHECK(aborted);
+        INFO(err);
+        CHECK(err.find("allotheque::checked: double free of 0x") == 0);
+        CHECK(err.find("this call:") != std::string::npos);
+        CHECK(err.find("the block was allocated from:") != std::string::npos);
+        // The adapter's own line is in the message; the caller is in the stacks.
+        CHECK(err.find("free_twice_through_allocator") != std::string::npos);
+    }
+    SECTION("a heap destroyed with a block live reports it") {
+        auto [aborted, err] = in_child([] { checked_callers::leak_one(true); });
+        CHECK(!aborted);
+        INFO(err);
+        CHECK(err.find("allotheque::checked: 1 blocks (24 bytes) still live when the heap is destroyed") == 0);
+        CHECK(err.find("leak: 0x") != std::string::npos);
+        CHECK(err.find("leak_one") != std::string::npos);
+    }
+    SECTION("the leak report can be turned off") {
+        auto [aborted, err] = in_child([] { checked_callers::leak_one(false); });
+        CHECK(!aborted);
+        CHECK(err.empty());
+    }
+}
+
 TEST_CASE("per_thread: a heap per thread, remote frees, heaps outlive threads", "[layers]") {
     ly::per_thread<velox> h;
     void* p = h.allocate(al::request{48});

@@ -9,8 +9,16 @@
 //   - a parent handing out a block that is still live.
 // file:line is the caller's: allocate/deallocate/verify_all take a
 // std::source_location defaulted to the call site (the macros ALLOTHEQUE_CHECKED_*
-// spell it out). Through allocator<T, checked<H>> or an outer layer the site is
-// that adapter's line, so put checked outermost when sites matter.
+// spell it out). Through allocator<T, checked<H>> or another adapter that line
+// is the adapter's, so every report also prints the call stacks of the
+// failing call and of the block's allocation and free: symbolised with
+// file:line under ASan, otherwise as glibc's backtrace_symbols_fd gives them
+// (function names need -rdynamic, CMake's ENABLE_EXPORTS; `addr2line -f -C -e
+// <binary> <+offset>` resolves the rest).
+//
+// Leaks: a checked heap destroyed with blocks still live reports them on
+// stderr (count, bytes, the first few with their allocation stacks) and does
+// not abort; report_leaks(false) turns that off.
 //
 // Fresh blocks are filled with 0xCD, freed ones with 0xDD (use-after-free reads
 // show up as 0xDDDD...). The registry of live and freed blocks is a plain
@@ -36,6 +44,20 @@
 #endif
 #include <unordered_map>
 #include <utility>
+#if __has_include(<execinfo.h>)
+#include <execinfo.h>
+#define ALLOTHEQUE_CHECKED_BACKTRACE 1
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define ALLOTHEQUE_CHECKED_SYMBOLIZE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ALLOTHEQUE_CHECKED_SYMBOLIZE 1
+#endif
+#endif
+#if defined(ALLOTHEQUE_CHECKED_SYMBOLIZE)
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #include <allotheque/layers/heap_concept.hpp>
 #include <allotheque/layers/layer.hpp>
@@ -72,10 +94,46 @@ class checked : public layer<checked<H>, H> {
     using base = layer<checked<H>, H>;
     using base::parent_;
 
+    // A call site: the source_location given, and the return addresses of
+    // the call, which name the real caller when the location is an adapter's.
     struct site {
+        static constexpr int depth = 12;
         const char* file = "?";
         unsigned line = 0;
-        static site of(const source_location& l) noexcept { return {l.file_name(), l.line()}; }
+        int frames = 0;
+        void* pc[depth] = {};
+        static site of(const source_location& l) noexcept {
+            site s{l.file_name(), l.line()};
+#if defined(ALLOTHEQUE_CHECKED_BACKTRACE)
+            s.frames = ::backtrace(s.pc, depth);
+#endif
+            return s;
+        }
+        // The frames past allotheque's own (and the unwinder's), at most 8.
+        void print(const char* what) const noexcept {
+            if (frames == 0) return;
+            std::fprintf(stderr, "  %s:\n", what);
+#if defined(ALLOTHEQUE_CHECKED_SYMBOLIZE) || defined(ALLOTHEQUE_CHECKED_BACKTRACE)
+            auto ours = [](const char* f) noexcept {
+                return std::strstr(f, "allotheque::") || std::strstr(f, "_ZN10allotheque") ||
+                       std::strstr(f, "backtrace") || std::strstr(f, "__sanitizer");
+            };
+            int shown = 0;
+#if defined(ALLOTHEQUE_CHECKED_SYMBOLIZE)
+            for (int i = 0; i < frames && shown < 8; ++i) {
+                char buf[1024];
+                // pc - 1: the call instruction, not the one after it.
+                __sanitizer_symbolize_pc(static_cast<char*>(pc[i]) - 1, "%F %L", buf, sizeof buf);
+                if (!ours(buf)) std::fprintf(stderr, "    #%d %s\n", shown++, buf);
+            }
+#else
+            char** names = ::backtrace_symbols(pc, frames);   // debugging path: malloc is fine here
+            for (int i = 0; names && i < frames && shown < 8; ++i)
+                if (!ours(names[i])) std::fprintf(stderr, "    #%d %s\n", shown++, names[i]);
+            std::free(names);
+#endif
+#endif
+        }
     };
     struct block {
         std::size_t size, alignment;
@@ -88,6 +146,13 @@ public:
 
     static constexpr std::size_t granularity = 1;   // good_size is exact
     using base::base;
+    checked(const checked&) = delete;
+    checked& operator=(const checked&) = delete;
+    ~checked() {
+        if (report_leaks_ && !live_.empty()) print_leaks();
+    }
+    // Whether destroying the heap with blocks still live reports them (on by default).
+    void report_leaks(bool on) noexcept { report_leaks_ = on; }
 
     std::size_t good_size(std::size_t n, std::size_t a = 0) const noexcept {
         if (n > std::numeric_limits<std::size_t>::max() - kCanary) return 0;
@@ -130,7 +195,7 @@ public:
         auto it = live_.find(p);
         if (it == live_.end()) {
             if (auto f = freed_.find(p); f != freed_.end())
-                fail(loc, "double free of %p (size %zu) at %s:%u; allocated at %s:%u, first freed at %s:%u", vp, r.size,
+                fail(&f->second, loc, "double free of %p (size %zu) at %s:%u; allocated at %s:%u, first freed at %s:%u", vp, r.size,
                      loc.file_name(), loc.line(), f->second.allocated.file, f->second.allocated.line,
                      f->second.freed.file, f->second.freed.line);
             fail(loc, "invalid free of %p (size %zu) at %s:%u: this heap never gave out that pointer", vp, r.size,
@@ -138,7 +203,7 @@ public:
         }
         block& b = it->second;
         if (b.size != r.size || b.alignment != r.alignment)
-            fail(loc,
+            fail(&b, loc,
                  "size mismatch freeing %p at %s:%u: allocated with size %zu (alignment %zu) at %s:%u, freed with "
                  "size %zu (alignment %zu)",
                  vp, loc.file_name(), loc.line(), b.size, b.alignment, b.allocated.file, b.allocated.line, r.size,
@@ -189,15 +254,47 @@ private:
                       const char* when) const noexcept {
         for (std::size_t i = 0; i < kCanary; ++i)
             if (p[b.size + i] != canary_byte)
-                fail(loc,
+                fail(&b, loc,
                      "overrun past the end of %p (size %zu, allocated at %s:%u): byte %zu past the end was changed, "
                      "detected %s at %s:%u",
                      static_cast<const void*>(p), b.size, b.allocated.file, b.allocated.line, i, when,
                      loc.file_name(), loc.line());
     }
 
+    void print_leaks() const noexcept {
+        std::size_t bytes = 0;
+        for (const auto& [p, b] : live_) bytes += b.size;
+        std::fprintf(stderr, "allotheque::checked: %zu blocks (%zu bytes) still live when the heap is destroyed\n",
+                     live_.size(), bytes);
+        int shown = 0;
+        for (const auto& [p, b] : live_) {
+            if (++shown > 8) break;
+            std::fprintf(stderr, "  leak: %p (size %zu) allocated at %s:%u\n", p, b.size, b.allocated.file,
+                         b.allocated.line);
+            b.allocated.print("allocated from");
+        }
+        std::fflush(stderr);
+    }
+
+    // The stacks that name the caller past any adapter: of this call, and of
+    // the block's allocation and earlier free when it has them.
     template <class... A>
-    [[noreturn]] static void fail(const source_location&, const char* fmt, A... args) noexcept {
+    [[noreturn]] static void fail(const block* b, const source_location& loc, const char* fmt, A... args) noexcept {
+        print_message(fmt, args...);
+        site::of(loc).print("this call");
+        if (b) {
+            b->allocated.print("the block was allocated from");
+            b->freed.print("and first freed from");
+        }
+        std::fflush(stderr);
+        std::abort();
+    }
+    template <class... A>
+    [[noreturn]] static void fail(const source_location& loc, const char* fmt, A... args) noexcept {
+        fail(nullptr, loc, fmt, args...);
+    }
+    template <class... A>
+    static void print_message(const char* fmt, A... args) noexcept {
         std::fputs("allotheque::checked: ", stderr);
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
@@ -209,10 +306,9 @@ private:
 #pragma GCC diagnostic pop
 #endif
         std::fputc('\n', stderr);
-        std::fflush(stderr);
-        std::abort();
     }
 
+    bool report_leaks_ = true;
     std::unordered_map<const void*, block> live_;
     std::unordered_map<const void*, block> freed_;   // freed and not handed out again
 };
