@@ -17,6 +17,9 @@ namespace detail {
 struct identity_key {
     template <class K>
     const K& operator()(const K& k) const noexcept { return k; }
+    // emplace's argument, when it is the key itself (hinted_tree::emplace_with).
+    template <class K>
+    static const K& from_args(const K& k) noexcept { return k; }
 };
 } // namespace detail
 
@@ -28,16 +31,13 @@ public:
     using key_type = Key;
     using typename base::const_iterator;
     using typename base::iterator;
+    using typename base::node_type;
+    using typename base::insert_return_type;
 
     explicit hinted_set(Heap& h, const Compare& c = Compare()) : base(h, c) {}
     hinted_set(Heap& h, std::initializer_list<Key> init, const Compare& c = Compare()) : base(h, c) {
-        for (const Key& k : init) insert(k);
+        this->insert(init);
     }
-
-    std::pair<iterator, bool> insert(const Key& k) { return this->emplace_unique_value(k); }
-    std::pair<iterator, bool> insert(Key&& k) { return this->emplace_unique_value(std::move(k)); }
-    template <class... A>
-    std::pair<iterator, bool> emplace(A&&... a) { return insert(Key(std::forward<A>(a)...)); }
 
     friend bool operator==(const hinted_set& a, const hinted_set& b) {
         return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());

@@ -35,11 +35,19 @@
 // one heap per container held by pointer, copy construction uses the source's
 // heap, copy assignment keeps this container's heap, moves steal the nodes when
 // the heaps are the same, swap exchanges nodes and heaps.
+//
+// Node handles (extract, insert(node_type&&), merge) follow the std rules with
+// one difference that the heaps force: std requires equal allocators, here a
+// node may go to a container on another heap, which then moves its value into
+// a node of its own heap (allocated with the usual hint) and frees the old one
+// to the heap it came from. Between containers on one heap a node is relinked:
+// nothing is allocated, pointers and references to the value stay valid.
 #pragma once
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <iterator>
 #include <memory>
 #include <new>
@@ -49,6 +57,7 @@
 #include <boost/intrusive/rbtree.hpp>
 
 #include <allotheque/allocator.hpp>
+#include <allotheque/detail/fail.hpp>
 #include <allotheque/detail/tree_relayout.hpp>
 #include <allotheque/hint_policy.hpp>
 #include <allotheque/request.hpp>
@@ -157,17 +166,88 @@ protected:
         const void* address() const noexcept { return std::addressof(*it_); }
     };
 
+    // A set stores bare keys; a map's value is more than its key.
+    static constexpr bool keys_only = std::is_same_v<key_type, Value>;
+
 public:
     using value_type = Value;
     using size_type = std::size_t;
     using difference_type = std::ptrdiff_t;
     using key_compare = Compare;
     using heap_type = Heap;
+    // The allocator the nodes come from, rebound to the value (it carries no
+    // hint policy: every node's hint is chosen by Hint).
+    using allocator_type = allocator<Value, Heap, no_hint>;
     using iterator = iter<false>;
     using const_iterator = iter<true>;
     using reverse_iterator = std::reverse_iterator<iterator>;
     using const_reverse_iterator = std::reverse_iterator<const_iterator>;
     static constexpr std::size_t node_size = sizeof(node);
+
+    // An element taken out by extract(), node and all, as std's node handles:
+    // it can be changed (a map's key included) and inserted again without a
+    // new allocation. Dropping it destroys the value and frees the node to
+    // the heap it came from.
+    class node_type {
+        friend class hinted_tree;
+        node* node_ = nullptr;
+        Heap* heap_ = nullptr;
+        node_type(node* n, Heap* h) noexcept : node_(n), heap_(h) {}
+        void reset() noexcept {
+            if (node_) disposer{heap_}(std::exchange(node_, nullptr));
+        }
+
+    public:
+        using value_type = Value;
+        using key_type = typename hinted_tree::key_type;
+        using allocator_type = typename hinted_tree::allocator_type;
+
+        constexpr node_type() noexcept = default;
+        node_type(node_type&& o) noexcept : node_(std::exchange(o.node_, nullptr)), heap_(o.heap_) {}
+        node_type& operator=(node_type&& o) noexcept {
+            if (this != &o) {
+                reset();
+                node_ = std::exchange(o.node_, nullptr);
+                heap_ = o.heap_;
+            }
+            return *this;
+        }
+        ~node_type() { reset(); }
+
+        [[nodiscard]] bool empty() const noexcept { return node_ == nullptr; }
+        explicit operator bool() const noexcept { return node_ != nullptr; }
+        // Preconditions (as std's): not empty.
+        allocator_type get_allocator() const noexcept { return allocator_type(*heap_); }
+        value_type& value() const noexcept
+            requires keys_only
+        {
+            return node_->value;
+        }
+        // The key is const inside the pair; a node out of every tree is the one
+        // place it may change, which is why std's node handles give it out
+        // mutable the same way. Changing it while the node is linked is not
+        // possible: only an extracted node hands it out.
+        key_type& key() const noexcept
+            requires(!keys_only)
+        {
+            return const_cast<key_type&>(KeyOf{}(node_->value));
+        }
+        auto& mapped() const noexcept
+            requires(!keys_only)
+        {
+            return node_->value.second;
+        }
+        void swap(node_type& o) noexcept {
+            std::swap(node_, o.node_);
+            std::swap(heap_, o.heap_);
+        }
+        friend void swap(node_type& a, node_type& b) noexcept { a.swap(b); }
+    };
+    struct insert_return_type {
+        iterator position;
+        bool inserted;
+        node_type node;
+    };
 
     explicit hinted_tree(Heap& h, const Compare& c = Compare()) : heap_(&h), tree_(c) {}
     hinted_tree(const hinted_tree& o) : heap_(o.heap_), tree_(o.tree_.key_comp()) { copy_from(o); }
@@ -185,7 +265,7 @@ public:
         if (heap_ == o.heap_) {
             tree_.swap(o.tree_);
         } else {
-            for (auto& v : o) emplace_unique_value(std::move(const_cast<std::remove_const_t<Value>&>(v)));
+            for (auto& v : o) emplace_hint(end(), std::move(const_cast<std::remove_const_t<Value>&>(v)));
             o.clear();
         }
         return *this;
@@ -194,6 +274,8 @@ public:
 
     Heap& heap() const noexcept { return *heap_; }
     key_compare key_comp() const { return tree_.key_comp(); }
+    allocator_type get_allocator() const noexcept { return allocator_type(*heap_); }
+    size_type max_size() const noexcept { return node_allocator(*heap_).max_size(); }
 
     iterator begin() noexcept { return iterator(tree_.begin()); }
     iterator end() noexcept { return iterator(tree_.end()); }
@@ -205,6 +287,8 @@ public:
     reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
     const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
     const_reverse_iterator rend() const noexcept { return const_reverse_iterator(begin()); }
+    const_reverse_iterator crbegin() const noexcept { return rbegin(); }
+    const_reverse_iterator crend() const noexcept { return rend(); }
     bool empty() const noexcept { return tree_.empty(); }
     size_type size() const noexcept { return tree_.size(); }
 
@@ -216,6 +300,37 @@ public:
     const_iterator lower_bound(const key_type& k) const { return const_iterator(tree_.lower_bound(k)); }
     iterator upper_bound(const key_type& k) { return iterator(tree_.upper_bound(k)); }
     const_iterator upper_bound(const key_type& k) const { return const_iterator(tree_.upper_bound(k)); }
+    std::pair<iterator, iterator> equal_range(const key_type& k) {
+        auto [lo, hi] = tree_.equal_range(k);
+        return {iterator(lo), iterator(hi)};
+    }
+    std::pair<const_iterator, const_iterator> equal_range(const key_type& k) const {
+        auto [lo, hi] = tree_.equal_range(k);
+        return {const_iterator(lo), const_iterator(hi)};
+    }
+
+    // Every insertion finds the key's place before the node is allocated, so
+    // the node is asked for next to the neighbour that Hint picks; `near`
+    // (std's hint) only says where the search starts.
+    template <class... A>
+    std::pair<iterator, bool> emplace(A&&... a) {
+        return emplace_with([this](const key_type& k) { return locate(k); }, std::forward<A>(a)...);
+    }
+    template <class... A>
+    iterator emplace_hint(const_iterator near, A&&... a) {
+        return emplace_with([this, near](const key_type& k) { return locate(near, k); }, std::forward<A>(a)...)
+            .first;
+    }
+    std::pair<iterator, bool> insert(const Value& v) { return emplace(v); }
+    std::pair<iterator, bool> insert(Value&& v) { return emplace(std::move(v)); }
+    iterator insert(const_iterator near, const Value& v) { return emplace_hint(near, v); }
+    iterator insert(const_iterator near, Value&& v) { return emplace_hint(near, std::move(v)); }
+    // Each element searched from the end first: sorted input goes in in linear time.
+    template <std::input_iterator It, std::sentinel_for<It> S>
+    void insert(It first, S last) {
+        for (; first != last; ++first) emplace_hint(end(), *first);
+    }
+    void insert(std::initializer_list<Value> init) { insert(init.begin(), init.end()); }
 
     iterator erase(const_iterator pos) noexcept {
         auto it = tree_.iterator_to(const_cast<node&>(*pos.it_));
@@ -227,7 +342,68 @@ public:
         tree_.erase_and_dispose(it, disposer{heap_});
         return 1;
     }
+    iterator erase(const_iterator first, const_iterator last) noexcept {
+        return iterator(tree_.erase_and_dispose(first.it_, last.it_, disposer{heap_}));
+    }
     void clear() noexcept { tree_.clear_and_dispose(disposer{heap_}); }
+    // std::erase_if's counterpart, found by argument-dependent lookup: a
+    // library may not add overloads to std, so call it unqualified (after
+    // `using std::erase_if;` if std containers are about too).
+    template <class Pred>
+    friend size_type erase_if(hinted_tree& c, Pred pred) {
+        const size_type before = c.size();
+        for (auto it = c.begin(); it != c.end();) {
+            if (pred(*it)) it = c.erase(it);
+            else ++it;
+        }
+        return before - c.size();
+    }
+
+    // Unlinks the element; its node and value are the handle's from then on.
+    node_type extract(const_iterator pos) noexcept {
+        node& n = const_cast<node&>(*pos.it_);
+        tree_.erase(tree_.iterator_to(n));
+        return node_type(&n, heap_);
+    }
+    node_type extract(const key_type& k) {
+        auto it = tree_.find(k);
+        return it == tree_.end() ? node_type() : extract(const_iterator(it));
+    }
+    // Links the handle's node unless its key is present, in which case the
+    // handle comes back in `node` (std semantics); see the top of this file
+    // for a node from another heap.
+    insert_return_type insert(node_type&& nh) {
+        if (nh.empty()) return {end(), false, node_type()};
+        position p = locate(KeyOf{}(nh.node_->value));
+        if (!p.fresh) return {iterator(p.existing), false, std::move(nh)};
+        return {adopt(p, nh), true, node_type()};
+    }
+    // As above, searching from `near` first; a refused handle is left as it was.
+    iterator insert(const_iterator near, node_type&& nh) {
+        if (nh.empty()) return end();
+        position p = locate(near, KeyOf{}(nh.node_->value));
+        if (!p.fresh) return iterator(p.existing);
+        return adopt(p, nh);
+    }
+    // Moves in every element of `source` whose key is not here; the others stay there.
+    void merge(hinted_tree& source) {
+        if (&source == this) return;
+        for (auto it = source.begin(); it != source.end();) {
+            auto next = std::next(it);
+            position p = locate(KeyOf{}(*it));
+            if (p.fresh) {
+                node_type nh = source.extract(it);
+                try {
+                    adopt(p, nh);
+                } catch (...) {   // this heap refused a node: the element stays in source
+                    source.insert(std::move(nh));
+                    throw;
+                }
+            }
+            it = next;
+        }
+    }
+    void merge(hinted_tree&& source) { merge(source); }
 
     void swap(hinted_tree& o) noexcept {
         std::swap(heap_, o.heap_);
@@ -326,6 +502,15 @@ protected:
         p.fresh = r.second;
         return p;
     }
+    // The same, searching from `near` first (constant time when k goes just
+    // before it, as std's hinted insertions).
+    position locate(const_iterator near, const key_type& k) {
+        position p{};
+        auto r = tree_.insert_unique_check(near.it_, k, p.data);
+        p.existing = r.first;
+        p.fresh = r.second;
+        return p;
+    }
     // The would-be node's neighbours, for the Hint policy. A new node is a
     // leaf: linked left, its parent is its successor and its predecessor is the
     // parent's; linked right, the reverse. Found on demand (the walk to the
@@ -368,15 +553,55 @@ protected:
         return iterator(tree_.insert_unique_commit(*n, p.data));
     }
 
-    template <class V>
-    std::pair<iterator, bool> emplace_unique_value(V&& v) {
-        position p = locate(KeyOf{}(v));
-        if (!p.fresh) return {iterator(p.existing), false};
-        return {commit(p, std::forward<V>(v)), true};
+    // Links nh's node at p (fresh). A node from another heap cannot join the
+    // tree (it would be freed to the wrong heap): its value moves into a node
+    // of this heap, hinted as any new node, and the old node goes back to its
+    // own heap. A value that cannot move has no way across: a checked error
+    // rather than a compile error, so that its node handles still work
+    // between containers on one heap.
+    iterator adopt(position& p, node_type& nh) {
+        if (nh.heap_ == heap_) return iterator(tree_.insert_unique_commit(*std::exchange(nh.node_, nullptr), p.data));
+        iterator it;
+        if constexpr (keys_only) {
+            if constexpr (std::is_move_constructible_v<Value>) it = commit(p, std::move(nh.value()));
+            else cannot_move(nh);
+        } else {
+            using mapped = std::remove_reference_t<decltype(nh.mapped())>;
+            if constexpr (std::is_constructible_v<Value, key_type&&, mapped&&>)
+                it = commit(p, std::move(nh.key()), std::move(nh.mapped()));
+            else cannot_move(nh);
+        }
+        nh.reset();
+        return it;
+    }
+    [[noreturn]] static void cannot_move(const node_type& nh) noexcept {
+        detail::fail("allotheque::hinted_tree", "a value that cannot move, inserted into a container on another heap",
+                     "insert(node_type&&)", nh.node_);
     }
 
+    // The insertion behind emplace and emplace_hint; `at` locates a key. When
+    // KeyOf::from_args finds the key among a... the value is built only for a
+    // new key, in its node; else it is built first, to read its key, and then
+    // moved into the node (std's emplace may build it either way).
+    template <class At, class... A>
+    std::pair<iterator, bool> emplace_with(At at, A&&... a) {
+        if constexpr (requires {
+                          { KeyOf::from_args(std::declval<A&>()...) } -> std::same_as<const key_type&>;
+                      }) {
+            position p = at(KeyOf::from_args(a...));
+            if (!p.fresh) return {iterator(p.existing), false};
+            return {commit(p, std::forward<A>(a)...), true};
+        } else {
+            Value v(std::forward<A>(a)...);
+            position p = at(KeyOf{}(v));
+            if (!p.fresh) return {iterator(p.existing), false};
+            return {commit(p, std::move(v)), true};
+        }
+    }
+
+    // Searched from the end first: o's sorted elements go in in linear time.
     void copy_from(const hinted_tree& o) {
-        for (const Value& v : o) emplace_unique_value(v);
+        for (const Value& v : o) emplace_hint(end(), v);
     }
 
     Heap* heap_;
