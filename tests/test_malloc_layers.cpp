@@ -19,7 +19,7 @@
 namespace {
 
 namespace at = allotheque;
-using page_opts = at::heap_options<at::detail::page_size, 64 * 1024, 64 * 1024, 4 * 1024 * 1024, true>;
+using page_opts = at::heap_options<at::detail::page_size, 64 * 1024, 64 * 1024, 4 * 1024 * 1024>;
 using src = at::counting_source<at::mmap_source>;
 
 struct live {

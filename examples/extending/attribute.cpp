@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
-#include <tuple>
 #include <vector>
 
 namespace al = allotheque;
@@ -71,11 +70,8 @@ int main() {
 
     int failures = 0;
     for (const auto& [a, count] : freed) {
-        // By name: request_with carries the arena's id.
-        al::request_with<arena::id> by_name;
-        by_name.size = n;
-        by_name.values = std::tuple<arena::id>{arena::id{a}};
-        void* p = heap.allocate(by_name);
+        // By name: a request_with<arena::id> carries the arena's id.
+        void* p = heap.allocate(al::with(al::request{n}, arena::id{a}));
         // By hint: a plain request next to a live block of that arena.
         void* q = heap.allocate(al::request{n, by_arena[a][1], 0});
         std::printf("arena %#llx (%zu blocks freed): by id -> arena %#llx, by hint -> arena %#llx\n",

@@ -8,7 +8,8 @@
 // allocation for locality heaps, none otherwise).
 // Bad input: n * sizeof(T) overflowing throws std::bad_array_new_length; the heap
 // refusing throws std::bad_alloc; n == 0 returns a valid, unique block;
-// alignof(T) beyond the heap's max_alignment does not compile.
+// alignof(T) beyond the heap's max_alignment does not compile, nor does a
+// container built without an allocator (there is no default heap).
 #pragma once
 #include <cstddef>
 #include <limits>
@@ -48,6 +49,9 @@ public:
         using other = allocator<U, Heap, HintPolicy>;
     };
 
+    // There is no default heap to share. The compiler quotes this line under
+    // its error, so the reason is on it:
+    allocator() = delete;   // allotheque::allocator needs its heap: Container c(allocator<T, H>{heap});
     explicit allocator(Heap& h) noexcept : heap_(&h) {}
     template <class U>
     allocator(const allocator<U, Heap, HintPolicy>& o) noexcept : heap_(&o.heap()) {}

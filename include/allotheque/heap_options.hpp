@@ -49,8 +49,10 @@ struct heap_config {
     std::size_t granularity = 8;
     // Exact-size heaps: mark freed chunks so that a second free aborts with a
     // message (detail/free_marks.hpp); costs a store per allocation and a load
-    // and a store per free. Off by default (layers::checked is the full
-    // checker); the malloc replacement turns it on.
+    // and a store per free, and the mark's word past the partition's links:
+    // the smallest chunk grows by 8 bytes where the links fill it (heap's
+    // min_chunk). Off by default (layers::checked is the full checker); the
+    // malloc replacement turns it on.
     bool free_marks = false;
     // Exact-size heaps, chunks below a page: a span is reserved for one size
     // at this length (at least refill_span) and handed to the partition
@@ -73,14 +75,11 @@ struct configured {
     static constexpr std::size_t large_threshold = C.large_threshold;
     static constexpr std::size_t min_growth = C.min_growth;
     static constexpr std::size_t max_growth = C.max_growth;
-    // Every span is whole pages of one chunk size (kept for code that asks).
-    static constexpr bool page_spans = true;
 };
 
-// The positional form. PageSpans is accepted for compatibility and has no
-// effect: every span is now page-aligned whole pages of one chunk size.
+// The positional form.
 template <std::size_t RefillSpan = detail::page_size, std::size_t LargeThreshold = 64 * 1024,
-          std::size_t MinGrowth = 64 * 1024, std::size_t MaxGrowth = 4 * 1024 * 1024, bool PageSpans = true>
+          std::size_t MinGrowth = 64 * 1024, std::size_t MaxGrowth = 4 * 1024 * 1024>
 struct heap_options : configured<heap_config{RefillSpan, LargeThreshold, MinGrowth, MaxGrowth}> {};
 
 template <class O>
@@ -106,9 +105,5 @@ constexpr heap_config config_of() noexcept {
         return c;
     }
 }
-
-// Kept for code written against the page_spans option.
-template <class O>
-inline constexpr bool page_spans_of = true;
 
 } // namespace allotheque

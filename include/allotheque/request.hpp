@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace allotheque {
 
@@ -16,14 +17,29 @@ struct request {
 };
 
 // A request carrying extra attribute values, e.g. a call site. `Values` are the
-// attributes' value holders; `get<V>()` finds one by type.
+// attributes' value holders; `get<V>()` finds one by type. Built from a plain
+// request and the values, `request_with<V>{request{64}, V{...}}`, or with the
+// types deduced, `with(request{64}, V{...})`.
 template <class... Values>
 struct request_with : request {
     std::tuple<Values...> values;
 
+    constexpr request_with() = default;
+    // Explicit with no values: a plain request would otherwise turn into a
+    // request_with<> wherever one is expected, without anyone asking.
+    constexpr explicit(sizeof...(Values) == 0) request_with(const request& r, Values... vs)
+        : request(r), values(std::move(vs)...) {}
+
     template <class V>
     [[nodiscard]] constexpr const V& get() const noexcept { return std::get<V>(values); }
+    template <class V>
+    [[nodiscard]] constexpr V& get() noexcept { return std::get<V>(values); }
 };
+
+template <class... Values>
+[[nodiscard]] constexpr request_with<std::decay_t<Values>...> with(const request& r, Values&&... vs) {
+    return request_with<std::decay_t<Values>...>(r, std::forward<Values>(vs)...);
+}
 
 template <class R>
 concept request_like = std::is_base_of_v<request, R>;

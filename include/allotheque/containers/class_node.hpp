@@ -36,7 +36,7 @@ struct class_node_base {
         else return Attr::of_chunk(host(), 0);
     }
     std::size_t host_size() const noexcept {
-        if constexpr (size_attribute<Attr>) return stored_value;
+        if constexpr (size_attribute<Attr>) return value();   // stored, or read from the host (block_size)
         else if constexpr (stores_host_size) return stored_size;
         else return 0;   // nobody below looks at it
     }

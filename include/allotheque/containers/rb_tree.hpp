@@ -2,11 +2,15 @@
 // (Boost.Intrusive, node inside the host chunk, colour packed in the parent
 // pointer). The ordered C-container: lookups in O(log n), and a cursor that
 // offers lower_bound and prev (containers/search.hpp), so a fit predicate starts
-// at the lower bound instead of walking and `nearest` steps outwards.
+// at the lower bound instead of walking and `nearest` steps outwards. A tree
+// of sizes over a nested partition that can remove a chunk (an element list)
+// can remove any chunk too, and so index a coalescing heap (simultaneous.hpp).
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <new>
+#include <type_traits>
+#include <utility>
 
 #include <boost/intrusive/rbtree.hpp>
 
@@ -173,6 +177,57 @@ struct rb_tree {
             ps += k;
             count -= k;
         }
+    }
+
+    // Takes chunk [p, p+n) out wherever it is: what simultaneous<> needs of its
+    // index when a merge claims a free neighbour. A chunk below a class's
+    // node leaves the nested partition. A host takes its node with it, so
+    // the node moves into another chunk of the class (the nested header
+    // moves along, the tree's links are swapped in place: O(1), no
+    // rebalancing), or the class goes when it holds nothing else.
+    // Classes of sizes only: every chunk of a class is then n bytes, so the
+    // new host's size is known (a class of addresses holds chunks of any
+    // size, and a nested partition cannot say a chunk's size).
+    static void remove(header_type& h, std::byte* p, std::size_t n) noexcept
+        requires size_attribute<Attr> &&
+                 requires(typename Nested::header_type& nh) { Nested::remove(nh, p, n); } &&
+                 std::is_move_assignable_v<typename Nested::header_type>
+    {
+        const auto it = h.classes.find(Attr::of_chunk(p, n));
+        node& cls = *it;
+        if constexpr (memoised) h.memo.chunk_taken(n);
+        if (cls.host() != p) {
+            Nested::remove(cls.nested, p, n);
+            return;
+        }
+        if (Nested::empty(cls.nested)) {
+            if constexpr (predicate_remembers<Pred>)
+                if (h.last == &cls) h.last = nullptr;
+            h.classes.erase(it);
+            return;
+        }
+        // Any chunk of the class will do as the new host: ask for one like p.
+        request like_p;
+        like_p.size = n;
+        like_p.hint = p;
+        if (std::byte* q = Nested::allocate(cls.nested, like_p)) {
+            node* moved = node::make(q, n);
+            moved->nested = std::move(cls.nested);
+            h.classes.replace_node(it, *moved);
+            if constexpr (predicate_remembers<Pred>)
+                if (h.last == &cls) h.last = moved;
+            return;
+        }
+        // A nested predicate that serves no request like p's (an address
+        // level matching the hint's own class, say): the class is dissolved
+        // and its chunks come back one by one, the first as the new host.
+        if constexpr (predicate_remembers<Pred>)
+            if (h.last == &cls) h.last = nullptr;
+        h.classes.erase(it);
+        Nested::drain(cls.nested, [&](std::byte* c) noexcept {
+            if constexpr (memoised) h.memo.chunk_taken(n);   // deallocate counts it back in
+            deallocate(h, c, n);
+        });
     }
 
     // Every chunk of every class to f, each host after its class's chunks.

@@ -6,7 +6,8 @@
 // of the index before the merged chunk goes back in.
 //
 // The index sees each free block as chunk (payload, block size) and must be able
-// to remove an arbitrary chunk: a hash_table over element lists does.
+// to remove an arbitrary chunk: an element list does, and a hash_table or an
+// rb_tree of sizes over element lists (Lea's bins; the best-fit tree of sizes).
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -23,7 +24,8 @@ template <class Adjacency, partition Index>
 struct simultaneous {
     static_assert(requires(typename Index::header_type& h, std::byte* p, std::size_t n) { Index::remove(h, p, n); },
                   "allotheque::simultaneous: coalescing takes free neighbours out of the index, so the index must "
-                  "support remove(header, chunk, size) (a hash_table over element lists, e.g. list<block_size, void>)");
+                  "support remove(header, chunk, size) (an element list such as list<block_size, void>, or a "
+                  "hash_table or a tree of sizes over element lists)");
     using tags = typename Adjacency::tags;
     using split = typename Adjacency::split_predicate;
     using coalescing = typename Adjacency::coalescing;
