@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -275,6 +276,40 @@ TEST_CASE("unknown, null and mismatched frees; failed allocations", "[trace][sum
     CHECK(text.find("mismatched frees") != std::string::npos);
 }
 
+// The Totals lines list their parts by operation: the parts add up to the
+// total, free(NULL) (and a failed allocation) being in neither.
+TEST_CASE("the parts of allocations and frees add up to them", "[trace][summary]") {
+    tr::builder b;
+    b.add(tr::op::malloc_, 1, 0x10, 8, 0x1)
+        .add(tr::op::malloc_, 2, 0x30, 8, 0x1)
+        .add(tr::op::free_, 3, 0)                                  // free(NULL)
+        .add(tr::op::free_, 4, 0)                                  // free(NULL)
+        .add(tr::op::delete_, 5, 0)                                // delete of a null pointer
+        .add(tr::op::new_, 6, 0x20, 16, 0x2)
+        .add(tr::op::malloc_, 7, 0, 1u << 30, 0x3, 0, 0, 0, true)  // failed
+        .add(tr::op::realloc_, 8, 0, 0, 0x4, 0, 0x30)              // realloc(p, 0): frees p
+        .add(tr::op::free_, 9, 0x10)
+        .add(tr::op::delete_, 10, 0x20);
+    const auto s = summarise(b);
+    CHECK(s.allocations == 3);
+    CHECK(s.frees == 2);
+    CHECK(s.null_frees == 3);
+    CHECK(s.by_op[std::uint8_t(tr::op::free_)] == 3);  // calls, free(NULL) included
+    CHECK(s.frees_by_op[std::uint8_t(tr::op::free_)] == 1);
+    CHECK(s.frees_by_op[std::uint8_t(tr::op::delete_)] == 1);
+    CHECK(s.allocations_by_op[std::uint8_t(tr::op::malloc_)] == 2);
+    CHECK(s.allocations_by_op[std::uint8_t(tr::op::new_)] == 1);
+    CHECK(s.allocations_by_op[std::uint8_t(tr::op::realloc_)] == 0);
+    const std::string text = at::format_text(s, {}, 5);
+    INFO(text);
+    CHECK(text.find("allocations         3   (malloc 2, new 1)\n") != std::string::npos);
+    CHECK(text.find("frees               2   (free 1, delete 1)   not counted: 3 of NULL\n") != std::string::npos);
+    CHECK(text.find("null frees          3\n") != std::string::npos);
+    const std::string html = at::html_report(s, {});
+    CHECK(html.find("\"alloc_ops\":{\"malloc\":2,\"new\":1}") != std::string::npos);
+    CHECK(html.find("\"free_ops\":{\"free\":1,\"delete\":1}") != std::string::npos);
+}
+
 TEST_CASE("realloc: moves, in place, from NULL, to size 0", "[trace][summary]") {
     tr::builder b;
     b.add(tr::op::malloc_, 1, 0x100, 10, 0x1)
@@ -510,6 +545,9 @@ TEST_CASE("the summary agrees with a plain reference on random traces", "[trace]
         CHECK(s.reused_live == want.lost);
         CHECK(s.failed == want.failed);
         CHECK(s.mismatched_frees == want.mismatched);
+        CHECK(std::accumulate(s.allocations_by_op.begin(), s.allocations_by_op.end(), std::uint64_t(0)) ==
+              s.allocations);
+        CHECK(std::accumulate(s.frees_by_op.begin(), s.frees_by_op.end(), std::uint64_t(0)) == s.frees);
         CHECK(s.bytes_requested == want.bytes);
         CHECK(s.peak_live_bytes == want.peak_bytes);
         CHECK(s.peak_bytes_event == want.peak_bytes_event);

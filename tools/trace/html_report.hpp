@@ -167,12 +167,17 @@ inline std::string report_json(const summary& s, const std::vector<symbol>& syms
                          .boolean("complete", s.complete)
                          .str("truncation", s.truncation)
                          .done());
+    // The parts of the Allocations and Frees cards, adding up to them.
     std::string ops_alloc = "{", ops_free = "{";
     for (unsigned k = 0; k < 32; ++k) {
-        if (!s.by_op[k] || !trace::is_known(std::uint8_t(k))) continue;
-        std::string& dst = trace::is_free(trace::op(k)) ? ops_free : ops_alloc;
-        if (dst.size() > 1) dst += ',';
-        dst += json_string(trace::op_name(trace::op(k))) + ":" + std::to_string(s.by_op[k]);
+        if (!trace::is_known(std::uint8_t(k))) continue;
+        for (const bool frees : {false, true}) {
+            const std::uint64_t n = frees ? s.frees_by_op[k] : s.allocations_by_op[k];
+            if (!n) continue;
+            std::string& dst = frees ? ops_free : ops_alloc;
+            if (dst.size() > 1) dst += ',';
+            dst += json_string(trace::op_name(trace::op(k))) + ":" + std::to_string(n);
+        }
     }
     r.raw("totals", object()
                         .num("allocations", s.allocations)
@@ -417,7 +422,7 @@ function card(k, v, d) {
 function opsText(o) { var r = []; for (var k in o) r.push(k + ' ' + fmtInt(o[k])); return r.join(', '); }
 card('Duration', fmtNs(P.duration_ns), fmtInt(P.events) + ' events');
 card('Allocations', fmtInt(T.allocations), opsText(T.alloc_ops));
-card('Frees', fmtInt(T.frees), opsText(T.free_ops));
+card('Frees', fmtInt(T.frees), opsText(T.free_ops) + (T.null_frees ? '; not counted: ' + fmtInt(T.null_frees) + ' of NULL' : ''));
 card('Bytes requested', fmtBytes(T.bytes), 'mean ' + (T.allocations ? (T.bytes / T.allocations).toFixed(1) : '0') + ' B');
 card('Peak live bytes', fmtBytes(K.bytes), 'at ' + fmtNs(K.bytes_time_ns) + ', ' + fmtInt(K.bytes_objects) + ' objects');
 card('Peak live objects', fmtInt(K.objects), 'at ' + fmtNs(K.objects_time_ns));

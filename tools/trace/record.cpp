@@ -2,8 +2,9 @@
 //
 // Runs PROGRAM with liballotheque_trace.so preloaded and ALLOTHEQUE_TRACE=FILE,
 // waits for it, then checks every trace it left and prints what was recorded:
-// FILE for the program itself, FILE.<pid>[.<k>] for processes it forked (and
-// for programs they exec'd, see tracer.cpp). The exit status is the program's
+// FILE for the program itself (the last one its process exec'd, when it is a
+// wrapper), FILE.<pid>.exec<k> for the programs that process ran before, and
+// FILE.<pid>[.<k>] for processes it forked (see tracer.cpp). The exit status is the program's
 // (128 + signal number if a signal killed it); 127 if PROGRAM cannot be found.
 //
 // The tracer library is looked for in $ALLOTHEQUE_TRACE_LIB, next to this
@@ -48,6 +49,8 @@ void usage(std::FILE* out) {
         "usage: allotheque-trace record [-o FILE] [--] PROGRAM [ARGS...]\n"
         "Runs PROGRAM under the allocation tracer (LD_PRELOAD=liballotheque_trace.so) and writes\n"
         "its trace to FILE (default: allotheque.trace). A process PROGRAM forks writes FILE.<pid>.\n"
+        "A program that execs another (a wrapper script) hands FILE on to it and keeps its own\n"
+        "trace as FILE.<pid>.exec<k>, so FILE is the trace of the program that did the work.\n"
         "An existing FILE, and old FILE.<pid> traces, are removed first.\n"
         "  -o, --output FILE   the trace file\n"
         "  -h, --help          this text\n"
@@ -129,7 +132,29 @@ bool has_trace_magic(const std::string& path) {
     return in.read(m, sizeof m) && std::memcmp(m, tr::file_magic, sizeof m) == 0;
 }
 
-// FILE.<digits>[.<digits>]: the traces of forked or exec'd processes.
+// FILE.<digits>[.<digits>...][.exec<digits>]: the traces of forked processes
+// (FILE.<pid>, FILE.<pid>.<k>) and of programs that exec'd another one
+// (FILE.<pid>.exec<k>, see tracer.cpp).
+bool is_trace_suffix(const std::string& rest) {
+    std::size_t i = 0;
+    auto digits = [&] {
+        const std::size_t s = i;
+        while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i]))) ++i;
+        return i > s;
+    };
+    if (!digits()) return false;
+    while (i < rest.size()) {
+        if (rest[i] != '.') return false;
+        ++i;
+        if (rest.compare(i, 4, "exec") == 0) {
+            i += 4;
+            return digits() && i == rest.size();
+        }
+        if (!digits()) return false;
+    }
+    return true;
+}
+
 std::vector<std::string> child_traces(const std::string& file) {
     std::vector<std::string> out;
     const std::string dir = dir_of(file), base = file.substr(file.rfind('/') + 1) + ".";
@@ -138,14 +163,24 @@ std::vector<std::string> child_traces(const std::string& file) {
     while (dirent* e = readdir(d)) {
         const std::string name = e->d_name;
         if (name.size() <= base.size() || name.compare(0, base.size(), base) != 0) continue;
-        const std::string rest = name.substr(base.size());
-        if (!std::isdigit(static_cast<unsigned char>(rest[0])) ||
-            rest.find_first_not_of("0123456789.") != std::string::npos)
-            continue;
+        if (!is_trace_suffix(name.substr(base.size()))) continue;
         out.push_back(dir + "/" + name);
     }
     closedir(d);
     std::sort(out.begin(), out.end());
+    return out;
+}
+
+// FILE.<pid>.exec<k> for k = 1, 2, ...: the programs process `pid` ran before
+// it exec'd the one whose trace is FILE, oldest first.
+std::vector<std::string> exec_traces(const std::string& file, pid_t pid) {
+    std::vector<std::string> out;
+    for (int k = 1; k < 100; ++k) {
+        const std::string p = file + "." + std::to_string(pid) + ".exec" + std::to_string(k);
+        struct stat st;
+        if (stat(p.c_str(), &st) != 0) break;
+        out.push_back(p);
+    }
     return out;
 }
 
@@ -369,7 +404,19 @@ int cmd_record(int argc, char** argv) {
         how = std::string(", killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
     }
 
+    auto execs = exec_traces(out, pid);
     struct stat st;
+    if (stat(out.c_str(), &st) != 0 && !execs.empty()) {
+        // The last program exec'd was not traced (static, set-user-ID, or run
+        // without LD_PRELOAD): the last one that was gets the name.
+        const std::string last = execs.back();
+        execs.pop_back();
+        if (rename(last.c_str(), out.c_str()) == 0)
+            std::fprintf(stderr,
+                         "allotheque-trace: the last program process %d exec'd wrote no trace (a static or "
+                         "set-user-ID program ignores LD_PRELOAD); %s is the trace of the one before it\n",
+                         int(pid), out.c_str());
+    }
     if (stat(out.c_str(), &st) != 0) {
         std::fprintf(stderr,
                      "allotheque-trace record: %s wrote no trace %s (a static or set-user-ID program ignores "
@@ -377,26 +424,43 @@ int cmd_record(int argc, char** argv) {
                      argv[i], out.c_str(), how.c_str());
         return code ? code : 1;
     }
-    const scan main = scan_trace(out);
-    std::fprintf(stderr, "allotheque-trace: recorded %s in %s; the program ran %.3f s%s\n", describe(main).c_str(),
-                 out.c_str(), ran, how.c_str());
-    const auto children = child_traces(out);
-    if (!children.empty()) {
-        std::uint64_t events = 0, bytes = 0;
-        std::string list;
-        for (std::size_t k = 0; k < children.size(); ++k) {
-            const scan c = scan_trace(children[k]);
+    auto name_of = [](const std::string& p) { return p.substr(p.rfind('/') + 1); };
+    auto exe_of = [](const scan& s) { return s.exe.substr(s.exe.rfind('/') + 1); };
+    // "t.123 (pid 123 dash: 4 events, ...); ..." for at most 8 traces.
+    auto list = [&](const std::vector<std::string>& files, std::uint64_t& events, std::uint64_t& bytes) {
+        std::string l;
+        for (std::size_t k = 0; k < files.size(); ++k) {
+            const scan c = scan_trace(files[k]);
             events += c.events;
             bytes += c.bytes;
             if (k < 8)
-                list += (k ? "; " : "") + children[k].substr(children[k].rfind('/') + 1) + " (pid " +
-                        std::to_string(c.pid) + (c.exe.empty() ? "" : " " + c.exe.substr(c.exe.rfind('/') + 1)) +
-                        ": " + describe(c) + ")";
+                l += (k ? "; " : "") + name_of(files[k]) + " (pid " + std::to_string(c.pid) +
+                     (c.exe.empty() ? "" : " " + exe_of(c)) + ": " + describe(c) + ")";
         }
-        if (children.size() > 8) list += "; and " + std::to_string(children.size() - 8) + " more";
+        if (files.size() > 8) l += "; and " + std::to_string(files.size() - 8) + " more";
+        return l;
+    };
+    const scan main = scan_trace(out);
+    std::fprintf(stderr, "allotheque-trace: recorded %s in %s; the program ran %.3f s%s\n", describe(main).c_str(),
+                 out.c_str(), ran, how.c_str());
+    if (!execs.empty()) {
+        std::uint64_t events = 0, bytes = 0;
+        const std::string l = list(execs, events, bytes);
+        std::fprintf(stderr,
+                     "allotheque-trace: process %d exec'd: %s is the trace of the last program it ran%s; "
+                     "the program%s before: %s\n",
+                     int(pid), name_of(out).c_str(), main.exe.empty() ? "" : (", " + exe_of(main)).c_str(),
+                     execs.size() == 1 ? "" : "s", l.c_str());
+    }
+    std::vector<std::string> children;
+    for (const auto& c : child_traces(out))
+        if (std::find(execs.begin(), execs.end(), c) == execs.end()) children.push_back(c);
+    if (!children.empty()) {
+        std::uint64_t events = 0, bytes = 0;
+        const std::string l = list(children, events, bytes);
         std::fprintf(stderr, "allotheque-trace: %zu child trace%s, %llu events, %s: %s\n", children.size(),
                      children.size() == 1 ? "" : "s", static_cast<unsigned long long>(events),
-                     human_bytes(bytes).c_str(), list.c_str());
+                     human_bytes(bytes).c_str(), l.c_str());
     }
     return code;
 }

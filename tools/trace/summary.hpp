@@ -95,9 +95,12 @@ struct summary {
     std::uint64_t dropped = 0;  // events the tracer could not record (END record)
 
     // Totals.
-    std::array<std::uint64_t, 32> by_op{};  // calls per operation code (failed included)
+    std::array<std::uint64_t, 32> by_op{};  // calls per operation code (failed and free(NULL) included)
     std::uint64_t allocations = 0;          // objects created (successful allocation calls)
     std::uint64_t frees = 0;                // free/delete/delete[] of a non-null pointer
+    // The parts of `allocations` and `frees`, per operation code: the reports
+    // print these, so that the parts add up to the totals.
+    std::array<std::uint64_t, 32> allocations_by_op{}, frees_by_op{};
     std::uint64_t null_frees = 0;
     std::uint64_t reallocs = 0, realloc_from_null = 0, realloc_to_zero = 0, realloc_in_place = 0, realloc_moved = 0;
     std::uint64_t failed = 0;
@@ -209,6 +212,7 @@ public:
             ++th.events;
             if (trace::is_free(e.kind) && e.address != 0) {
                 ++s_.frees;
+                ++s_.frees_by_op[std::uint8_t(e.kind) & 31];
                 ++th.frees;
             }
         }
@@ -251,6 +255,7 @@ public:
                 st.bytes += e.size;
                 st.ops |= 1u << (std::uint8_t(e.kind) & 31);
                 ++s_.allocations;
+                ++s_.allocations_by_op[std::uint8_t(e.kind) & 31];
                 s_.bytes_requested += e.size;
                 auto& th = thread_of(e.thread);
                 ++th.allocations;
@@ -649,13 +654,14 @@ inline std::string site_sizes(const site_stats& st) {
 
 } // namespace fmt
 
+// "malloc 10, new 3": the parts of s.allocations or of s.frees.
 inline std::string format_ops(const summary& s, bool frees) {
+    const auto& counts = frees ? s.frees_by_op : s.allocations_by_op;
     std::string out;
     for (unsigned k = 0; k < 32; ++k) {
-        if (!s.by_op[k] || !trace::is_known(std::uint8_t(k))) continue;
-        if (trace::is_free(trace::op(k)) != frees) continue;
+        if (!counts[k] || !trace::is_known(std::uint8_t(k))) continue;
         if (!out.empty()) out += ", ";
-        out += std::string(trace::op_name(trace::op(k))) + " " + fmt::integer(s.by_op[k]);
+        out += std::string(trace::op_name(trace::op(k))) + " " + fmt::integer(counts[k]);
     }
     return out;
 }
@@ -730,7 +736,9 @@ inline std::string format_text(const summary& s, const std::vector<symbol>& syms
     o += "\nTotals\n";
     if (s.events == 0) o += "  (the trace has no allocation events)\n";
     line("allocations", integer(s.allocations) + (s.allocations ? "   (" + format_ops(s, false) + ")" : std::string()));
-    line("frees", integer(s.frees) + (s.frees ? "   (" + format_ops(s, true) + ")" : std::string()));
+    // free(NULL) is a call but releases nothing: it is in neither number.
+    line("frees", integer(s.frees) + (s.frees ? "   (" + format_ops(s, true) + ")" : std::string()) +
+                      (s.null_frees ? "   not counted: " + integer(s.null_frees) + " of NULL" : std::string()));
     line("reallocs", integer(s.reallocs) + (s.reallocs ? "   (from NULL " + integer(s.realloc_from_null) + ", to size 0 " +
                                                              integer(s.realloc_to_zero) + ", in place " +
                                                              integer(s.realloc_in_place) + ", moved " +

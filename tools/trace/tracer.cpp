@@ -45,9 +45,12 @@
 // lost uncounted. _exit and _Exit are interposed too (dash, for one, always
 // leaves through _exit) and finish the trace the same way before ending the
 // process with exit_group, except in a vfork child (getpid() differs from
-// the recorded pid: that memory is the parent's). Processes killed by a
-// signal, or replaced by exec, leave a trace without END: readers report it
-// as truncated, and allow_truncated reads what was flushed.
+// the recorded pid: that memory is the parent's). A process killed by a
+// signal leaves a trace without END: readers report it as truncated, and
+// allow_truncated reads what was flushed. One that execs finishes its trace
+// too, and when the new program traces to the same path, renames it
+// path.<pid>.exec<k> so that the new program's trace gets the name (see
+// exec_begin).
 //
 // Fork (pthread_atfork). prepare: flush the forking thread's buffer and keep
 // the file lock. parent: release it. child: the other threads' buffers hold
@@ -91,12 +94,15 @@
 // bad_alloc is thrown by libstdc++'s std::__throw_bad_alloc, and a
 // new_handler that throws from inside a nothrow operator new propagates
 // instead of turning into nullptr (a documented limitation).
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -339,6 +345,8 @@ bool file_pending = false;       // the fork child's file is created on first wr
 dev_t out_dev = 0;
 ino_t out_ino = 0;
 char base_path[PATH_MAX];        // the requested path, absolute
+char out_path[PATH_MAX + 64];    // the file this process writes (base_path or a variant)
+char lib_name[256];              // this library's file name (liballotheque_trace.so), for exec
 tr::process_header proc{};       // origin of this process's time axis
 std::uint64_t sequence = 0, events_written = 0, threads_seen = 0;
 // Set (under the lock) when a second thread gets a buffer: from then on every
@@ -436,6 +444,7 @@ bool create_file(bool fork_child) noexcept {
     struct stat st;
     fstat(fd, &st);
     out_fd = fd;
+    memcpy(out_path, path, sizeof out_path);
     out_dev = st.st_dev;
     out_ino = st.st_ino;
 
@@ -734,11 +743,9 @@ void after_fork_child() noexcept {
     t.guard = 0;
 }
 
-__attribute__((constructor(101))) void tracer_start() noexcept {
-    tls_state& t = tls;
-    t.guard = 1;
-    page_log2();
-    const char* env = getenv("ALLOTHEQUE_TRACE");
+// The absolute trace path for ALLOTHEQUE_TRACE=env (null: unset) in the
+// current directory.
+bool trace_path(char* out, size_t cap, const char* env) noexcept {
     char path[PATH_MAX];
     path[0] = '\0';
     bool ok = true;
@@ -748,12 +755,16 @@ __attribute__((constructor(101))) void tracer_start() noexcept {
         ok = cat(path, sizeof path, "allotheque.") && cat_uint(path, sizeof path, std::uint64_t(getpid())) &&
              cat(path, sizeof path, ".trace");
     }
-    base_path[0] = '\0';
-    if (ok && path[0] != '/') {
-        ok = getcwd(base_path, sizeof base_path) != nullptr && cat(base_path, sizeof base_path, "/");
-    }
-    ok = ok && cat(base_path, sizeof base_path, path);
-    if (!ok) {
+    out[0] = '\0';
+    if (ok && path[0] != '/') ok = getcwd(out, cap) != nullptr && cat(out, cap, "/");
+    return ok && cat(out, cap, path);
+}
+
+__attribute__((constructor(101))) void tracer_start() noexcept {
+    tls_state& t = tls;
+    t.guard = 1;
+    page_log2();
+    if (!trace_path(base_path, sizeof base_path, getenv("ALLOTHEQUE_TRACE"))) {
         say("trace path too long; not tracing");
         return;
     }
@@ -762,6 +773,11 @@ __attribute__((constructor(101))) void tracer_start() noexcept {
         return;
     }
     pthread_atfork(&before_fork, &after_fork_parent, &after_fork_child);
+    Dl_info self;
+    if (dladdr(reinterpret_cast<void*>(&tracer_start), &self) && self.dli_fname) {
+        const char* slash = strrchr(self.dli_fname, '/');
+        if (!cat(lib_name, sizeof lib_name, slash ? slash + 1 : self.dli_fname)) lib_name[0] = '\0';
+    }
     {
         lock_guard g;
         proc.pid = std::uint32_t(getpid());
@@ -774,6 +790,19 @@ __attribute__((constructor(101))) void tracer_start() noexcept {
     have_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
     active.store(true, std::memory_order_release);
     t.guard = 0;
+}
+
+bool write_end() noexcept {
+    tr::end_record e;
+    e.clock = ticks();
+    e.mono_ns = mono_ns();
+    e.events = events_written;
+    e.dropped = dropped.load(std::memory_order_relaxed);
+    e.blocks = sequence;
+    e.threads = threads_seen;
+    if (!write_record(tr::record_type::end, reinterpret_cast<const std::byte*>(&e), sizeof e)) return false;
+    ended.store(true, std::memory_order_relaxed);
+    return true;
 }
 
 // Waits until b's owner is between events (bounded: a stopped owner must not
@@ -813,18 +842,165 @@ __attribute__((destructor)) void tracer_stop() noexcept {
         b->committed.store(0, std::memory_order_relaxed);
     }
     if (!ensure_file()) return;
-    if (!write_maps()) return;
-    tr::end_record e;
-    e.clock = ticks();
-    e.mono_ns = mono_ns();
-    e.events = events_written;
-    e.dropped = dropped.load(std::memory_order_relaxed);
-    e.blocks = sequence;
-    e.threads = threads_seen;
-    if (!write_record(tr::record_type::end, reinterpret_cast<const std::byte*>(&e), sizeof e)) return;
-    ended.store(true, std::memory_order_relaxed);
+    if (!write_maps() || !write_end()) return;
     close(out_fd);
     out_fd = -1;
+}
+
+// ---------------------------------------------------------------------------
+// exec: the trace's name goes to the new image
+// ---------------------------------------------------------------------------
+// A wrapper (a pyenv shim, `#!/usr/bin/env python3`, a launcher script) runs
+// for a moment and execs the program that does the work. Left alone, the
+// wrapper's trace would keep the name `record` reports and summarises, without
+// an END record, and the program's trace would be a FILE.<pid> among the
+// wrapper's helpers. So before an exec the trace is finished (every buffer,
+// MAPS, END), and when the new image will trace to the same path (same
+// ALLOTHEQUE_TRACE, LD_PRELOAD still names this library) it is renamed
+// FILE.<pid>.exec<k>, freeing the name for the new image's tracer. The file lock is held until exec
+// returns, so no other thread writes after END. A failed exec undoes it: the
+// name is taken back and, when no other thread owns a buffer, the MAPS and END
+// records are cut off and recording goes on; otherwise (other threads' buffers
+// cannot be reclaimed safely) the trace stays finished and later events are
+// lost. (A vfork child, such as posix_spawn's, is left alone: it shares the
+// parent's memory, and its new image traces to FILE.<pid> as a fork child's.)
+struct exec_prep {
+    bool entered = false;   // guard and lock taken
+    bool finished = false;  // END written
+    bool moved = false;     // renamed to `moved_to`
+    bool stopped = false;   // `active` cleared here
+    bool resumable = false;
+    off_t end_offset = 0;   // where the MAPS and END records begin
+    int cancel_state = 0;
+    tbuf* own = nullptr;
+    char moved_to[PATH_MAX + 96];
+};
+
+const char* env_value(char* const* envp, const char* name_eq) noexcept {
+    if (!envp) return nullptr;
+    const size_t n = strlen(name_eq);
+    for (; *envp; ++envp)
+        if (strncmp(*envp, name_eq, n) == 0) return *envp + n;
+    return nullptr;
+}
+
+bool rename_noreplace(const char* from, const char* to) noexcept {
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return true;
+    if (errno != EINVAL && errno != ENOSYS) return false;
+    // A file system without RENAME_NOREPLACE: link() also refuses to replace.
+    if (link(from, to) != 0) return false;
+    unlink(from);
+    return true;
+}
+
+bool is_free(const tbuf* b) noexcept {
+    for (const tbuf* f = free_buffers; f; f = f->next_free)
+        if (f == b) return true;
+    return false;
+}
+
+void exec_begin(exec_prep& x, char* const* envp) noexcept {
+    if (proc.pid != std::uint32_t(getpid())) return;  // a vfork child: the memory is the parent's
+    tls_state& t = tls;
+    if (t.guard) return;
+    x.entered = true;
+    t.guard = 1;
+    x.own = t.buf;
+    t.buf = nullptr;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &x.cancel_state);
+    pthread_mutex_lock(&lock);
+    if (!active.load(std::memory_order_relaxed)) return;
+    // A fork child that has recorded nothing has no file and nothing to hand on.
+    if (out_fd < 0 && (!file_pending || !x.own || x.own->events == 0)) return;
+    // Whether the new image will trace to this path (then it gets the name);
+    // either way this trace is finished: nothing more would be written to it.
+    char next[PATH_MAX];
+    const char* preload = env_value(envp, "LD_PRELOAD=");
+    const bool hand_over = preload && *preload && (!lib_name[0] || strstr(preload, lib_name)) &&
+                           trace_path(next, sizeof next, env_value(envp, "ALLOTHEQUE_TRACE=")) &&
+                           strcmp(next, base_path) == 0;
+    if (x.own) flush_own(x.own);
+    if (!ensure_file()) return;
+    x.resumable = true;
+    x.stopped = true;
+    active.store(false, std::memory_order_seq_cst);
+    if (have_membarrier) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    else std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (tbuf* b = all_buffers; b; b = b->next_all) {
+        if (b == x.own) continue;
+        if (!is_free(b)) x.resumable = false;
+        wait_idle(b);
+        const std::uint64_t c = b->committed.load(std::memory_order_acquire);
+        if (const auto events = std::uint32_t(c >> 32)) {
+            write_block(b, std::uint32_t(c), events);
+            if (out_fd < 0) return;
+        }
+        b->committed.store(0, std::memory_order_relaxed);
+    }
+    x.end_offset = lseek(out_fd, 0, SEEK_CUR);
+    if (x.end_offset < 0 || !write_maps() || !write_end()) return;
+    x.finished = true;
+    for (std::uint64_t k = 1; hand_over && k < 100 && !x.moved; ++k) {
+        x.moved_to[0] = '\0';
+        if (!(cat(x.moved_to, sizeof x.moved_to, base_path) && cat(x.moved_to, sizeof x.moved_to, ".") &&
+              cat_uint(x.moved_to, sizeof x.moved_to, std::uint64_t(getpid())) &&
+              cat(x.moved_to, sizeof x.moved_to, ".exec") && cat_uint(x.moved_to, sizeof x.moved_to, k)))
+            break;
+        x.moved = rename_noreplace(out_path, x.moved_to);
+        if (!x.moved && errno != EEXIST) break;
+    }
+}
+
+// After an exec that returned (failed). Keeps errno.
+void exec_end(exec_prep& x) noexcept {
+    if (!x.entered) return;
+    const int saved = errno;
+    if (x.moved && !rename_noreplace(x.moved_to, out_path)) {
+        // Another process took the name meanwhile: go on under the new one.
+        memcpy(out_path, x.moved_to, sizeof out_path);
+    }
+    if (x.finished) {
+        if (x.resumable && ftruncate(out_fd, x.end_offset) == 0 &&
+            lseek(out_fd, x.end_offset, SEEK_SET) == x.end_offset) {
+            ended.store(false, std::memory_order_relaxed);
+            active.store(true, std::memory_order_release);
+        } else {
+            close(out_fd);
+            out_fd = -1;
+        }
+    } else if (x.stopped && out_fd >= 0) {
+        if (x.resumable) {
+            active.store(true, std::memory_order_release);
+        } else if (write_maps() && write_end()) {
+            close(out_fd);
+            out_fd = -1;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    pthread_setcancelstate(x.cancel_state, nullptr);
+    tls_state& t = tls;
+    t.buf = x.own;
+    t.guard = 0;
+    errno = saved;
+}
+
+// Whether execve(path) can get as far as loading it. Shells try every PATH
+// entry in turn; the trace is finished only for one that may run.
+bool may_run(const char* path) noexcept {
+    struct stat st;
+    return path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+// glibc's own exec functions call its internal execve, not ours: each one
+// used by programs is interposed, forwarding to the next definition.
+template <class F>
+F next_exec(const char* name) noexcept {
+    tls_state& t = tls;
+    const std::uint8_t g = t.guard;
+    t.guard = 1;  // dlsym may allocate
+    void* f = dlsym(RTLD_NEXT, name);
+    t.guard = g;
+    return reinterpret_cast<F>(f);
 }
 
 // operator new: the new_handler loop; one event per call (its final outcome).
@@ -941,6 +1117,88 @@ ALLOTHEQUE_EXPORT void* pvalloc(size_t n) noexcept {
     record(op::valloc_, addr(p), rounded, __builtin_return_address(0), p == nullptr, page_log2());
     return p;
 }
+
+// The exec family (see exec_begin). execve is the system call itself.
+ALLOTHEQUE_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) noexcept {
+    exec_prep x;
+    if (may_run(path)) exec_begin(x, envp);
+    const int r = int(syscall(SYS_execve, path, argv, envp));
+    exec_end(x);
+    return r;
+}
+
+ALLOTHEQUE_EXPORT int execv(const char* path, char* const argv[]) noexcept { return execve(path, argv, environ); }
+
+ALLOTHEQUE_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) noexcept {
+    using fn = int (*)(const char*, char* const[], char* const[]);
+    const fn next = next_exec<fn>("execvpe");
+    if (!next) {
+        errno = ENOSYS;
+        return -1;
+    }
+    exec_prep x;
+    exec_begin(x, envp);
+    const int r = next(file, argv, envp);
+    exec_end(x);
+    return r;
+}
+
+ALLOTHEQUE_EXPORT int execvp(const char* file, char* const argv[]) noexcept { return execvpe(file, argv, environ); }
+
+ALLOTHEQUE_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) noexcept {
+    using fn = int (*)(int, char* const[], char* const[]);
+    const fn next = next_exec<fn>("fexecve");
+    if (!next) {
+        errno = ENOSYS;
+        return -1;
+    }
+    exec_prep x;
+    exec_begin(x, envp);
+    const int r = next(fd, argv, envp);
+    exec_end(x);
+    return r;
+}
+
+ALLOTHEQUE_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) noexcept {
+    exec_prep x;
+    exec_begin(x, envp);
+    const int r = int(syscall(SYS_execveat, dirfd, path, argv, envp, flags));
+    exec_end(x);
+    return r;
+}
+
+// The execl forms: the arguments into an array on the stack, as glibc does.
+// Leaves `ap` after the list's terminating null (execle's envp comes next).
+#define ALLOTHEQUE_EXEC_ARGS(arg)                                                  \
+    size_t n = 1;                                                                  \
+    va_list ap;                                                                    \
+    va_start(ap, arg);                                                             \
+    while (va_arg(ap, char*)) ++n;                                                 \
+    va_end(ap);                                                                    \
+    char** args = static_cast<char**>(__builtin_alloca((n + 1) * sizeof(char*)));  \
+    args[0] = const_cast<char*>(arg);                                              \
+    va_start(ap, arg);                                                             \
+    for (size_t i = 1; i <= n; ++i) args[i] = va_arg(ap, char*)
+
+ALLOTHEQUE_EXPORT int execl(const char* path, const char* arg, ...) noexcept {
+    ALLOTHEQUE_EXEC_ARGS(arg);
+    va_end(ap);
+    return execve(path, args, environ);
+}
+
+ALLOTHEQUE_EXPORT int execlp(const char* file, const char* arg, ...) noexcept {
+    ALLOTHEQUE_EXEC_ARGS(arg);
+    va_end(ap);
+    return execvpe(file, args, environ);
+}
+
+ALLOTHEQUE_EXPORT int execle(const char* path, const char* arg, ...) noexcept {
+    ALLOTHEQUE_EXEC_ARGS(arg);
+    char* const* envp = va_arg(ap, char* const*);
+    va_end(ap);
+    return execve(path, args, envp);
+}
+#undef ALLOTHEQUE_EXEC_ARGS
 
 // _exit skips the library destructor; some programs always leave through it
 // (dash does). The trace is finished here too, then the process ends the way

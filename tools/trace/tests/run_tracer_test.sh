@@ -2,7 +2,7 @@
 # One tracer test: runs a program under `allotheque-trace record` and checks
 # the trace(s) with tracer_check. Exit 77 = skipped.
 #   run_tracer_test.sh CASE CLI WORKLOAD CHECK WORKDIR
-# CASE: sequence | many | killed | exit_threads | exec | python | sort | cli
+# CASE: sequence | many | killed | exit_threads | exec | wrapper | python | sort | cli
 set -eu
 case_name=$1 cli=$2 workload=$3 check=$4 dir=$5
 
@@ -59,6 +59,61 @@ exec)
   for f in "$trace".*; do
     [ -f "$f" ] || fail "no child trace"
     "$check" expected "$f" "$dir"
+  done ;;
+
+wrapper)
+  # A wrapper script (a pyenv shim, say) runs helpers, then execs the program
+  # that does the work: FILE is that program's trace. The script starts as
+  # `#!/usr/bin/env sh`, so the process runs env (which execvp's sh), then sh
+  # (which execve's the workload): their traces are FILE.<pid>.exec1 and
+  # .exec2, the helpers' are FILE.<pid>.
+  [ -x /usr/bin/env ] || { echo "SKIP: no /usr/bin/env"; exit 77; }
+  {
+    echo '#!/usr/bin/env sh'
+    echo 'v=$(echo helper)'
+    echo "ls \"$dir\" > /dev/null"
+    echo "exec \"$workload\" many \"$dir\" \"\$@\""
+  } > "$dir/wrapper"
+  chmod +x "$dir/wrapper"
+  record "$dir/wrapper" 1000
+  [ "$rc" -eq 0 ] || fail "the wrapper exited $rc"
+  grep -q "^allotheque-trace: process \([0-9]*\) exec'd: trace is the trace of the last program it ran, tracer_workload; the programs before: trace\.\1\.exec1 (pid \1 env: .*; trace\.\1\.exec2 (pid \1 [a-z]*sh: " "$dir/record.err" ||
+    fail "record does not name the wrapper's traces"
+  grep -q "^allotheque-trace: [1-9][0-9]* child trace" "$dir/record.err" || fail "the helpers' traces are not reported"
+  "$check" expected "$trace" "$dir"
+  "$cli" summary "$trace" > "$dir/summary.out" || fail "summary of the main trace failed"
+  grep -q "executable .*/tracer_workload$" "$dir/summary.out" || fail "the main trace is not the workload's"
+  n=0
+  for f in "$trace".*.exec*; do
+    [ -f "$f" ] || fail "no trace of the wrapper itself"
+    "$check" complete "$f"
+    n=$((n + 1))
+  done
+  [ "$n" -eq 2 ] || fail "$n traces named .exec, expected 2 (env, sh)"
+  # The exec'd program is not traced (LD_PRELOAD without the tracer): the
+  # script's trace keeps the name, and is complete (finished before the exec).
+  {
+    echo '#!/bin/sh'
+    echo "LD_PRELOAD=libc.so.6 exec \"$workload\" many \"$dir\" 10"
+  } > "$dir/untraced"
+  chmod +x "$dir/untraced"
+  record "$dir/untraced"
+  [ "$rc" -eq 0 ] || fail "the untraced wrapper exited $rc"
+  grep -q "exec'd" "$dir/record.err" && fail "record reports an exec whose program was not traced"
+  "$check" complete "$trace"
+  for f in "$trace".*; do
+    [ -f "$f" ] && fail "an exec of an untraced program left $f"
+  done
+  # An exec that fails (ENOEXEC) takes the name back and recording goes on in
+  # the same trace: every event before and after it, one complete trace.
+  printf 'echo not a program\n' > "$dir/no-shebang"
+  chmod +x "$dir/no-shebang"
+  rm -f "$dir"/expected.*
+  record "$workload" exec_fail "$dir" "$dir/no-shebang"
+  [ "$rc" -eq 0 ] || fail "tracer_workload exec_fail exited $rc"
+  "$check" expected "$trace" "$dir"
+  for f in "$trace".*; do
+    [ -f "$f" ] && fail "a failed exec left $f"
   done ;;
 
 python)

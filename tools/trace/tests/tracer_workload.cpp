@@ -11,6 +11,9 @@
 //   tracer_workload many LOGDIR N     N events in one thread (many buffers)
 //   tracer_workload killed            allocates, then SIGKILLs itself
 //   tracer_workload exit_threads      exit() while two threads allocate
+//   tracer_workload exec_fail LOGDIR FILE   allocates, execs FILE (which
+//                                     must fail with ENOEXEC), allocates again
+#include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
@@ -478,11 +481,40 @@ int exit_threads() {
     exit(0);  // the two threads are still allocating
 }
 
+// --- an exec that fails: the trace goes on, every event in it -------------
+int exec_fail(const char* dir, const char* program) {
+    log_buffer L, info;
+    L.init(1 << 16);
+    info.init(4096);
+    for (int round = 0; round < 2; ++round) {
+        for (std::size_t i = 0; i < 100; ++i) {
+            void* p = malloc(16 + i * 8);
+            keep(p);
+            L.event("malloc", 16 + i * 8, p);
+            L.event("free", 0, p);
+            free(p);
+        }
+        if (round == 0) {
+            char* const args[] = {const_cast<char*>(program), nullptr};
+            execv(program, args);
+            if (errno != ENOEXEC) {
+                std::fprintf(stderr, "tracer_workload: exec of %s did not fail with ENOEXEC\n", program);
+                return 3;
+            }
+        }
+    }
+    L.write_to(dir, "expected.main");
+    put_info(info, "pid", std::uint64_t(getpid()));
+    put_info(info, "threads", 1);
+    info.write_to(dir, "info");
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fputs("usage: tracer_workload sequence LOGDIR | many LOGDIR N | killed | exit_threads\n", stderr);
+        std::fputs("usage: tracer_workload sequence LOGDIR | many LOGDIR N | killed | exit_threads | exec_fail LOGDIR FILE\n", stderr);
         return 2;
     }
     const char* mode = argv[1];
@@ -490,6 +522,7 @@ int main(int argc, char** argv) {
     if (!strcmp(mode, "many") && argc == 4) return many(argv[2], atol(argv[3]));
     if (!strcmp(mode, "killed")) return killed();
     if (!strcmp(mode, "exit_threads")) return exit_threads();
+    if (!strcmp(mode, "exec_fail") && argc == 4) return exec_fail(argv[2], argv[3]);
     std::fputs("tracer_workload: bad arguments\n", stderr);
     return 2;
 }
