@@ -420,3 +420,28 @@ TEMPLATE_TEST_CASE("heap: a source that refuses from the start", "[heap]", ALL_H
     }
     CHECK(ledger.balanced());
 }
+
+// The malloc's fast path: a chunk the partition holds, or nullptr, and never
+// a refill or a large block; what it hands out is what try_allocate would.
+TEMPLATE_TEST_CASE("heap: try_allocate_cached serves only chunks the partition holds", "[heap]",
+                   al::quickfit_heap<>, al::kingsley_heap<>, al::velox_heap<>, al::medius_heap<>) {
+    TestType h;
+    CHECK(h.try_allocate_cached(al::request{24}) == nullptr);   // nothing yet: no refill
+    CHECK(h.stats().os_bytes == 0);
+    std::vector<void*> blocks;
+    for (int i = 0; i < 64; ++i) blocks.push_back(h.allocate(al::request{24}));
+    for (void* p : blocks) h.deallocate(p, al::request{24});
+    const std::size_t held = h.stats().os_bytes;
+    std::vector<void*> again;
+    for (int i = 0; i < 64; ++i) {
+        void* p = h.try_allocate_cached(al::request{24});
+        REQUIRE(p != nullptr);
+        CHECK(h.stats().os_bytes == held);   // from the partition, never a refill
+        std::memset(p, 0x5a, 24);
+        again.push_back(p);
+    }
+    CHECK(std::set<void*>(again.begin(), again.end()).size() == again.size());
+    CHECK(h.try_allocate_cached(al::request{100000}) == nullptr);            // large: the slow path's
+    CHECK(h.try_allocate_cached(al::request{24, nullptr, 8192}) == nullptr);   // over-aligned: same
+    for (void* p : again) h.deallocate(p, al::request{24});
+}

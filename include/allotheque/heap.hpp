@@ -195,6 +195,30 @@ public:
         return take(q);
     }
 
+    // The allocation fast path alone, for a caller with a slow path of its own
+    // (the malloc): a chunk the partition already holds for a small request,
+    // or nullptr. It never refills and never maps a large block, so it calls
+    // nothing, and a caller that inlines it saves no registers around it.
+    template <request_like R = request>
+    [[nodiscard, gnu::always_inline]] inline void* try_allocate_cached(const R& r) noexcept {
+        if constexpr (classifies) {
+            const size_class c = classify_small(r.size);
+            if (!served_small(r, c)) return nullptr;
+            classified<R> q{r};
+            q.size = c.size;
+            q.class_index = c.index;
+            std::byte* p = P::allocate(root_, q);
+            return p ? hand_out(p, q) : nullptr;
+        } else {
+            const std::size_t s = good_size(r.size, r.alignment);
+            if (s == 0 || is_large(s, r.alignment)) return nullptr;
+            R q = r;
+            q.size = s;
+            std::byte* p = P::allocate(root_, q);
+            return p ? hand_out(p, q) : nullptr;
+        }
+    }
+
     // `r` must carry the size (and alignment) given to allocate.
     [[gnu::always_inline]] inline void deallocate(void* p, const request& r) noexcept {
         if (!p) return;
@@ -360,6 +384,11 @@ private:
         std::byte* p = P::allocate(root_, q);
         if (!p) [[unlikely]] p = refill(q.size, q.hint);
         if (!p) return nullptr;
+        return hand_out(p, q);
+    }
+    // What every chunk handed out gets, from the partition or a refill.
+    template <request_like R>
+    [[gnu::always_inline]] inline void* hand_out(std::byte* p, const R& q) noexcept {
         if constexpr (locality_aware) last_ = p;
         if constexpr (cfg.free_marks) marks::word(p) = 0;
         if constexpr (counts_live) live_ += q.size;

@@ -344,7 +344,7 @@ void service_orphan(thread_heap* owner) noexcept {
     at::detail::fail("allotheque malloc", "double free, or a pointer no heap handed out (interior or foreign)", what, p);
 }
 
-inline void* allocate_in(thread_heap* th, std::size_t n, std::size_t a, bool zero) noexcept {
+[[gnu::always_inline]] inline void* allocate_in(thread_heap* th, std::size_t n, std::size_t a, bool zero) noexcept {
     if (th->remote.maybe_nonempty()) drain(th);
     const void* hint = nullptr;
     if constexpr (heap_type::locality_aware) hint = th->heap.last_allocation();
@@ -355,10 +355,29 @@ inline void* allocate_in(thread_heap* th, std::size_t n, std::size_t a, bool zer
     return p;
 }
 
-// A thread's first allocation, or one made after its heap was released at
-// exit (by a later key destructor): that one borrows an orphan, or a new heap
-// that becomes one, for the single call.
-[[gnu::noinline, gnu::cold]] void* allocate_slow(std::size_t n, std::size_t a, bool zero) noexcept {
+constexpr bool block_heap =
+#if defined(ALLOTHEQUE_MALLOC_BLOCK_HEAP)
+    true;
+#else
+    false;
+#endif
+
+// The exact heaps' allocation fast path (heap::try_allocate_cached); Lea has none.
+template <class H>
+[[gnu::always_inline]] inline void* cached(H& h, const at::request& r) noexcept {
+    if constexpr (requires { h.try_allocate_cached(r); })
+        return h.try_allocate_cached(r);
+    else
+        return nullptr;
+}
+
+// Everything but a chunk the thread's partition already holds: remote frees
+// to take back, a refill, a large block; a thread's first allocation, or one
+// made after its heap was released at exit (by a later key destructor): that
+// one borrows an orphan, or a new heap that becomes one, for the single call.
+[[gnu::noinline]] void* allocate_slow(std::size_t n, std::size_t a, bool zero) noexcept {
+    if (thread_heap* th = tl_heap) [[likely]]
+        return allocate_in(th, n, a, zero);
     if (tl_state == thread_state::exited) {
         ensure_started();
         thread_heap* th = take_heap();
@@ -379,10 +398,25 @@ inline void* allocate_in(thread_heap* th, std::size_t n, std::size_t a, bool zer
 }
 
 // n bytes aligned to a (a power of two), or nullptr with errno = ENOMEM.
-inline void* allocate(std::size_t n, std::size_t a, bool zero = false) noexcept {
+// The fast path calls nothing (try_allocate_cached), so it saves no
+// registers; whatever it cannot serve goes to allocate_slow.
+[[gnu::always_inline]] inline void* allocate(std::size_t n, std::size_t a, bool zero = false) noexcept {
     thread_heap* th = tl_heap;
-    if (__builtin_expect(th == nullptr, 0)) return allocate_slow(n, a, zero);
-    return allocate_in(th, n, a, zero);
+    if constexpr (!block_heap) {
+        if (th && !th->remote.maybe_nonempty()) [[likely]] {
+            const void* hint = nullptr;
+            if constexpr (heap_type::locality_aware) hint = th->heap.last_allocation();
+            at::request r{request_size(n), hint, a <= min_align ? 0 : a};
+            r.zero = zero;
+            if (void* p = cached(th->heap, r)) [[likely]]
+                return p;
+        }
+        return allocate_slow(n, a, zero);
+    } else {
+        if (th == nullptr) [[unlikely]]
+            return allocate_slow(n, a, zero);
+        return allocate_in(th, n, a, zero);
+    }
 }
 
 // The span of a block start of this library, or abort.
@@ -409,13 +443,6 @@ inline span* block_span(void* p, const char* what) noexcept {
 #endif
     return sp;
 }
-constexpr bool block_heap =
-#if defined(ALLOTHEQUE_MALLOC_BLOCK_HEAP)
-    true;
-#else
-    false;
-#endif
-
 inline void deallocate(void* p) noexcept {
     if (!p) return;
     span* sp = block_span(p, "free");
