@@ -203,20 +203,20 @@ public:
     [[nodiscard, gnu::always_inline]] inline void* try_allocate_cached(const R& r) noexcept {
         if constexpr (classifies) {
             const size_class c = classify_small(r.size);
-            if (!served_small(r, c)) return nullptr;
-            classified<R> q{r};
-            q.size = c.size;
-            q.class_index = c.index;
-            std::byte* p = P::allocate(root_, q);
-            return p ? hand_out(p, q) : nullptr;
-        } else {
-            const std::size_t s = good_size(r.size, r.alignment);
-            if (s == 0 || is_large(s, r.alignment)) return nullptr;
-            R q = r;
-            q.size = s;
-            std::byte* p = P::allocate(root_, q);
-            return p ? hand_out(p, q) : nullptr;
+            if (served_small(r, c)) [[likely]] {
+                classified<R> q{r};
+                q.size = c.size;
+                q.class_index = c.index;
+                std::byte* p = P::allocate(root_, q);
+                return p ? hand_out(p, q) : nullptr;
+            }
         }
+        const std::size_t s = good_size(r.size, r.alignment);
+        if (s == 0 || is_large(s, r.alignment)) return nullptr;
+        R q = r;
+        q.size = s;
+        std::byte* p = P::allocate(root_, q);
+        return p ? hand_out(p, q) : nullptr;
     }
 
     // `r` must carry the size (and alignment) given to allocate.
