@@ -403,8 +403,28 @@ private:
     [[gnu::always_inline]] static constexpr size_class classify_small(std::size_t n) noexcept
         requires(classifies)
     {
+        if (n <= small_table_max) return small_table.of[(n + granularity - 1) / granularity];
+        return classify_rule(n);
+    }
+    static constexpr size_class classify_rule(std::size_t n) noexcept
+        requires(classifies)
+    {
         return P::classify(std::max(detail::round_up(std::min(n, cfg.large_threshold), granularity), min_chunk));
     }
+    // The sizes most programs ask for, classified by one load instead of the
+    // rule's clamps, rounding and the partition's own hash (half the
+    // instructions of a variable-size allocate + free): every granularity step
+    // up to 1 KiB, from classify_rule at compile time, so both always agree.
+    static constexpr std::size_t small_table_max = std::min<std::size_t>(1024, cfg.large_threshold);
+    struct small_table_type {
+        size_class of[small_table_max / granularity + 1];
+    };
+    static constexpr small_table_type small_table = [] {
+        small_table_type t{};
+        if constexpr (classifies)
+            for (std::size_t i = 0; i <= small_table_max / granularity; ++i) t.of[i] = classify_rule(i * granularity);
+        return t;
+    }();
     // Whether r is served from class c (classify_small(r.size)): allocate and
     // deallocate must agree on it, so it is written once.
     [[gnu::always_inline]] static constexpr bool served_small(const request& r, size_class c) noexcept {
