@@ -467,9 +467,10 @@ inline void deallocate(void* p) noexcept {
     if (owner->orphaned.load(std::memory_order_relaxed)) service_orphan(owner);
 }
 
-inline std::size_t usable(void* p) noexcept {
+// `what`: the caller's name for the message of a bad pointer.
+inline std::size_t usable(void* p, const char* what = "malloc_usable_size") noexcept {
     if (!p) return 0;
-    [[maybe_unused]] span* sp = block_span(p, "malloc_usable_size");
+    [[maybe_unused]] span* sp = block_span(p, what);
 #if defined(ALLOTHEQUE_MALLOC_BLOCK_HEAP)
     return heap_type::usable_size(p);
 #else
@@ -537,7 +538,7 @@ ALLOTHEQUE_EXPORT void* realloc(void* p, size_t n) noexcept {
         deallocate(p);
         return nullptr;
     }
-    const size_t have = usable(p);
+    const size_t have = usable(p, "realloc");
     // In place when it fits and does not waste more than half of the block.
     if (n <= have && (have <= 256 || n >= have / 2)) return p;
     if (n > have && resize_in_place(p, n)) return p;
