@@ -57,7 +57,7 @@
 //                            thread allocates once the limit is lifted
 //                            [62853a9: velox, medius hang]
 //   rlimit_fill_refill       4 threads fill 512 MiB of address space until NULL,
-//                            free each other's blocks, refill (at least 3/4
+//                            free each other's blocks, each trims, refill (3/4
 //                            of the first fill); then 256 MiB in one block
 //                            (128 MiB with glibc)
 //                            [62853a9: velox, medius hang]
@@ -1017,8 +1017,12 @@ int rlimit_fill_refill() {
             for (auto& v : held) v.reserve(16384);   // before the limit: room for every block
             limit_address_space(size_t{512} << 20);
             std::atomic<size_t> filled[2] = {0, 0};
-            pthread_barrier_t bar;
+            pthread_barrier_t bar, started;
             pthread_barrier_init(&bar, nullptr, threads);
+            // No thread fills before every thread exists: a thread's stack is
+            // address space too, and one created after the others filled the
+            // limit fails (std::system_error, EAGAIN) on a loaded machine.
+            pthread_barrier_init(&started, nullptr, threads);
             auto fill = [&](int t, rng& r) {
                 size_t got = 0;
                 for (;;) {
@@ -1046,6 +1050,7 @@ int rlimit_fill_refill() {
             for (int t = 0; t < threads; ++t)
                 ts.emplace_back([&, t] {
                     rng r(static_cast<uint64_t>(t) + 11);
+                    pthread_barrier_wait(&started);
                     for (int pass = 0; pass < 3; ++pass) {
                         const size_t got = fill(t, r);
                         if (pass < 2) filled[pass] += got;
@@ -1054,6 +1059,15 @@ int rlimit_fill_refill() {
                         if (t % 2 == 0) free_all((t + 1 + pass) % threads);
                         pthread_barrier_wait(&bar);
                         if (t % 2 == 1) free_all((t + 1 + pass) % threads);
+                        pthread_barrier_wait(&bar);
+                        // Each takes back what the others freed for it and
+                        // gives its cached spans back before anyone refills:
+                        // otherwise a thread scheduled late still holds, on
+                        // its remote list and in its span cache, address
+                        // space the others' refill needs, and how much they
+                        // get depends on the scheduler (279 of 534 MiB once
+                        // under load), not on the allocator.
+                        malloc_trim(0);
                         pthread_barrier_wait(&bar);
                     }
                 });
