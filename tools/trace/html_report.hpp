@@ -291,7 +291,14 @@ inline std::string report_json(const summary& s, const std::vector<symbol>& syms
                      .num("max", st.max_size)
                      .num("nsizes", st.distinct_sizes)
                      .raw("sizes", array(st.sizes, [](const size_count& c) {
-                              return "[" + std::to_string(c.size) + "," + std::to_string(c.count) + "]";
+                              // Appended, not "[" + to_string(...): g++ 12 at -O3 warns
+                              // (-Wrestrict) on that form, a known false positive.
+                              std::string e(1, '[');
+                              e += std::to_string(c.size);
+                              e += ',';
+                              e += std::to_string(c.count);
+                              e += ']';
+                              return e;
                           }))
                      .boolean("more", st.distinct_sizes > st.sizes.size())
                      .raw("life", st.has_lifetime ? std::to_string(st.median_lifetime_ns) : std::string("null"))
