@@ -44,7 +44,7 @@ LIBDIR = "/usr/lib/x86_64-linux-gnu"
 # The same libraries as bench/run.py's PRELOAD.
 BASELINES = [("glibc", None), ("jemalloc", LIBDIR + "/libjemalloc.so.2"),
              ("mimalloc", LIBDIR + "/libmimalloc.so.2"), ("tcmalloc", LIBDIR + "/libtcmalloc_minimal.so.4")]
-ALLOTHEQUE_MALLOCS = ["segregated", "velox", "medius", "lea"]
+ALLOTHEQUE_MALLOCS = ["segregated", "quickfit", "kingsley", "velox", "medius", "lea"]
 MALLOC_PATTERNS = ["pair", "batch", "random", "realloc", "calloc", "aligned", "remote"]
 HEAPS = ["segregated", "twin-segregated", "quickfit", "twin-quickfit", "kingsley", "twin-kingsley", "velox", "medius",
          "lea", "harness"]

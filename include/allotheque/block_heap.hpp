@@ -194,6 +194,7 @@ public:
         st.peak_os_bytes = std::max(peak_os_, st.os_bytes);
         st.metadata_bytes = ps.metadata_bytes;
         st.large_blocks = spans_.count(state::large);
+        st.large_bytes = spans_.bytes(state::large);
         st.small_span_bytes = spans_.bytes(state::block);
         st.free_bytes = ps.free_bytes;
         st.resident_free_bytes = ps.resident_free_bytes;
@@ -203,6 +204,13 @@ public:
         return st;
     }
     S& source() noexcept { return spans_.pool().source(); }
+    // The back end's retention (heap_config::retain_bytes, purge_delay_ms),
+    // changed at run time, where the pool stage has it (span_pool does).
+    void set_retention(std::size_t retain_bytes, unsigned purge_delay_ms) noexcept
+        requires requires(typename backend::span_registry<S, Options>::pool_type& pool) { pool.set_retention(0, 0u); }
+    {
+        spans_.pool().set_retention(retain_bytes, purge_delay_ms);
+    }
 
 private:
     static constexpr bool is_large(std::size_t n, std::size_t a = 0) noexcept {

@@ -70,6 +70,7 @@ struct heap_stats {
     std::size_t peak_os_bytes = 0;       // high-water mark of os_bytes
     std::size_t metadata_bytes = 0;      // class tables mapped outside the source, and span records
     std::size_t large_blocks = 0;        // blocks that are spans of their own
+    std::size_t large_bytes = 0;         // their spans' bytes
     std::size_t live_bytes = 0;          // in blocks handed out (chunk sizes)
     std::size_t small_span_bytes = 0;    // in spans cut into chunks
     std::size_t free_bytes = 0;          // free pages kept by the back end for reuse
@@ -365,6 +366,7 @@ public:
         st.metadata_bytes = ps.metadata_bytes;
         if constexpr (requires { P::metadata_bytes(root_); }) st.metadata_bytes += P::metadata_bytes(root_);
         st.large_blocks = spans_.count(state::large);
+        st.large_bytes = spans_.bytes(state::large);
         st.live_bytes = live_;
         st.small_span_bytes = small_bytes();
         st.free_bytes = ps.free_bytes;
@@ -375,6 +377,13 @@ public:
         return st;
     }
     S& source() noexcept { return spans_.pool().source(); }
+    // The back end's retention (heap_config::retain_bytes, purge_delay_ms),
+    // changed at run time, where the pool stage has it (span_pool does).
+    void set_retention(std::size_t retain_bytes, unsigned purge_delay_ms) noexcept
+        requires requires(typename backend::span_registry<S, Options>::pool_type& pool) { pool.set_retention(0, 0u); }
+    {
+        spans_.pool().set_retention(retain_bytes, purge_delay_ms);
+    }
     typename P::header_type& root() noexcept { return root_; }
 
 private:

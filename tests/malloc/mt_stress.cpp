@@ -281,17 +281,22 @@ int main(int argc, char** argv) {
         return 64;
     }
     const long ops = total_ops / threads;
+    // The malloc that serves the program is defined by the library that also
+    // defines allotheque_malloc_heap_name (any allotheque malloc, shipped or
+    // declared by the user).
     void* m = dlsym(RTLD_DEFAULT, "malloc");
-    Dl_info info{};
+    using name_fn = const char* (*)();
+    auto name = reinterpret_cast<name_fn>(dlsym(RTLD_DEFAULT, "allotheque_malloc_heap_name"));
+    Dl_info info{}, name_info{};
     if (baseline) {
         // no preload checks
-    } else if (!m || !dladdr(m, &info) || !info.dli_fname || !strstr(info.dli_fname, "allotheque_malloc")) {
+    } else if (!m || !name || !dladdr(m, &info) || !info.dli_fname ||
+               !dladdr(reinterpret_cast<void*>(name), &name_info) || !name_info.dli_fname ||
+               strcmp(info.dli_fname, name_info.dli_fname) != 0) {
         fprintf(stderr, "mt_stress: malloc is not allotheque's (found in %s)\n",
                 info.dli_fname ? info.dli_fname : "?");
         return 1;
     }
-    using name_fn = const char* (*)();
-    auto name = reinterpret_cast<name_fn>(dlsym(RTLD_DEFAULT, "allotheque_malloc_heap_name"));
     if (!name && baseline) name = [] { return "system malloc"; };
     if (!name) {
         fprintf(stderr, "mt_stress: allotheque_malloc_heap_name not found\n");

@@ -22,7 +22,7 @@ pre() { LD_PRELOAD="$lib" "$@"; }
 
 # The preload really loads: the process's own maps show the library.
 pre cat /proc/self/maps > "$dir/maps"
-grep -q allotheque_malloc "$dir/maps" || { echo "FAIL: liballotheque_malloc not in /proc/self/maps"; exit 1; }
+grep -qF "$(basename "$lib")" "$dir/maps" || { echo "FAIL: $lib not in /proc/self/maps"; exit 1; }
 
 case $case_name in
 mt_stress)

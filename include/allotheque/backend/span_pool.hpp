@@ -149,6 +149,7 @@ public:
         while (!regions_.empty()) {
             span& r = regions_.front();
             regions_.pop_front();
+            --region_count_;
             release_region_memory(r);
         }
         records_.release_all(source_);
@@ -165,11 +166,20 @@ public:
         st.returned_bytes = returned_;
         st.decommitted_bytes = decommitted_;
         st.metadata_bytes = records_.bytes();
-        for ([[maybe_unused]] const span& r : regions_) ++st.regions;
+        // Counters only, no list walk: the malloc reads the figures of other
+        // threads' heaps without stopping them (malloc/stats.h).
+        st.regions = region_count_;
         return st;
     }
     // Bytes of free pages the pool keeps for reuse before giving pages back.
-    std::size_t retain_budget() const noexcept { return std::max(cfg.retain_bytes, peak_os_bytes_ / 8); }
+    std::size_t retain_budget() const noexcept { return std::max(retain_bytes_, peak_os_bytes_ / 8); }
+
+    // heap_config::retain_bytes and purge_delay_ms, changed at run time (the
+    // malloc's environment options); they apply from the next freed span.
+    void set_retention(std::size_t retain_bytes, unsigned purge_delay_ms) noexcept {
+        retain_bytes_ = retain_bytes;
+        purge_delay_ms_ = purge_delay_ms;
+    }
 
     S& source() noexcept { return source_; }
     const S& source() const noexcept { return source_; }
@@ -200,6 +210,7 @@ private:
         r->bytes = want;
         r->state = span_state::region;
         regions_.push_back(*r);
+        ++region_count_;
         f->base = base;
         f->bytes = want;
         f->region = r;
@@ -221,7 +232,7 @@ private:
             if (covers_region(f)) release_region(f);
             decommit_down_to(budget, now + 1);
         } else if (free_.dirty_bytes() > budget) {
-            decommit_down_to(budget, now >= cfg.purge_delay_ms ? now - cfg.purge_delay_ms + 1 : 0);
+            decommit_down_to(budget, now >= purge_delay_ms_ ? now - purge_delay_ms_ + 1 : 0);
         }
         // A region is whole again only at the moment its last piece comes
         // back: that is when to check (trim() looks at them all).
@@ -236,6 +247,7 @@ private:
         free_.erase(f);
         records_.recycle(f);
         regions_.erase(regions_.iterator_to(*r));
+        --region_count_;
         release_region_memory(*r);
         records_.recycle(r);
     }
@@ -283,6 +295,9 @@ private:
     region_list regions_;
     record_pool<span> records_;
     std::size_t os_bytes_ = 0, peak_os_bytes_ = 0, in_use_ = 0, returned_ = 0, decommitted_ = 0;
+    std::size_t region_count_ = 0;
+    std::size_t retain_bytes_ = cfg.retain_bytes;
+    unsigned purge_delay_ms_ = cfg.purge_delay_ms;
 };
 
 // The pool stage a heap with these options uses: Options::pool<S> where the

@@ -1,0 +1,426 @@
+// malloc_runtime<D>: the C malloc family and operator new's semantics over the
+// thread heaps of a malloc declaration D (malloc/thread_heaps.hpp). The entry
+// points themselves are defined by ALLOTHEQUE_DEFINE_MALLOC (allotheque/malloc.hpp).
+//
+// Bad input: free/realloc/malloc_usable_size of a pointer no heap handed out
+// (stack, globals, another mmap, an interior pointer) and a double free abort
+// with a message on stderr; nothing is handed out twice.
+// Errors: every allocation failure sets errno = ENOMEM (EINVAL for a bad
+// alignment where POSIX says so). operator new loops on the new_handler and
+// throws std::bad_alloc; the nothrow forms return nullptr. calloc skips
+// clearing memory fresh from the system (large blocks).
+#pragma once
+#include <errno.h>
+#include <string.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+
+#include <allotheque/backend/page_map.hpp>
+#include <allotheque/block_heap.hpp>
+#include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/fail.hpp>
+#include <allotheque/detail/text_out.hpp>
+#include <allotheque/malloc/thread_heaps.hpp>
+#include <allotheque/malloc_stats.h>
+
+namespace allotheque {
+
+template <malloc_declaration D>
+class malloc_runtime : public malloc_threads<D> {
+    static_assert(detail::check_malloc_heap<typename D::heap>());
+    using base = malloc_threads<D>;
+    using typename base::marks;
+    using typename base::thread_heap;
+    using typename base::thread_state;
+    using base::block_heap;
+    using base::tl_heap;
+    using base::tl_state;
+    using span = backend::span;
+    using span_state = backend::span_state;
+
+public:
+    using heap_type = typename D::heap;
+    static constexpr std::size_t min_align = 16;
+    static constexpr const char* name = D::name;
+
+    // n bytes aligned to a (a power of two), or nullptr with errno = ENOMEM.
+    // The fast path calls nothing (heap::try_allocate_cached), so it saves no
+    // registers; whatever it cannot serve goes to allocate_slow.
+    [[gnu::always_inline]] static void* allocate(std::size_t n, std::size_t a, bool zero = false) noexcept {
+        thread_heap* th = tl_heap;
+        if constexpr (!block_heap) {
+            if (th && !th->remote.maybe_nonempty()) [[likely]] {
+                const void* hint = nullptr;
+                if constexpr (heap_type::locality_aware) hint = th->heap.last_allocation();
+                request r{malloc_request_size<D>(n), hint, a <= min_align ? 0 : a};
+                r.zero = zero;
+                if constexpr (requires { th->heap.try_allocate_cached(r); })
+                    if (void* p = th->heap.try_allocate_cached(r)) [[likely]]
+                        return p;
+            }
+            return allocate_slow(n, a, zero);
+        } else {
+            if (th == nullptr) [[unlikely]]
+                return allocate_slow(n, a, zero);
+            return allocate_in(th, n, a, zero);
+        }
+    }
+
+    // free: a block of the calling thread's heap goes straight back, any other
+    // onto its owner's remote list. Inlined into each entry point (the path is
+    // mostly loads and compares) except for locality heaps, whose partitions'
+    // free is large enough that the copies measured worse (callgrind: Medius
+    // batch 325 -> 339 instructions, remote 408 -> 438; segregated pair 106 ->
+    // 97, Lea 262 -> 257).
+    [[gnu::always_inline]] static void deallocate(void* p) noexcept {
+        if constexpr (heap_type::locality_aware)
+            deallocate_outlined(p);
+        else
+            deallocate_body(p);
+    }
+
+    // `what`: the caller's name for the message of a bad pointer.
+    static std::size_t usable(void* p, const char* what = "malloc_usable_size") noexcept {
+        if (!p) return 0;
+        return usable_in(p, block_span(p, what));
+    }
+
+    [[gnu::always_inline]] static void* calloc(std::size_t count, std::size_t size) noexcept {
+        std::size_t n;
+        if (__builtin_mul_overflow(count, size, &n)) {
+            errno = ENOMEM;
+            return nullptr;
+        }
+        return allocate(n, min_align, true);
+    }
+
+    [[gnu::always_inline]] static void* realloc(void* p, std::size_t n) noexcept {
+        if (!p) return allocate(n, min_align);
+        if (n == 0) {   // glibc: free and return NULL
+            deallocate(p);
+            return nullptr;
+        }
+        span* sp = block_span(p, "realloc");   // looked up once for both questions
+        const std::size_t have = usable_in(p, sp);
+        // In place when it fits and does not waste more than half of the block.
+        if (n <= have && (have <= 256 || n >= have / 2)) return p;
+        if (n > have && resize_in_place(p, sp, n)) return p;
+        void* q = allocate(n, min_align);
+        if (!q) return nullptr;   // errno set; p untouched
+        ::memcpy(q, p, n < have ? n : have);
+        deallocate(p);
+        return q;
+    }
+
+    static int posix_memalign(void** out, std::size_t alignment, std::size_t n) noexcept {
+        if (alignment < sizeof(void*) || !detail::is_pow2(alignment)) return EINVAL;
+        const int saved = errno;
+        void* p = allocate(n, fix_alignment(alignment));
+        if (!p) {
+            errno = saved;   // posix_memalign reports through its result, not errno
+            return ENOMEM;
+        }
+        *out = p;
+        return 0;
+    }
+
+    static void* aligned_alloc(std::size_t alignment, std::size_t n) noexcept {
+        if (!detail::is_pow2(alignment)) {
+            errno = EINVAL;
+            return nullptr;
+        }
+        return allocate(n, fix_alignment(alignment));
+    }
+
+    static void* memalign(std::size_t alignment, std::size_t n) noexcept {
+        if (alignment == 0) alignment = 1;
+        if (!detail::is_pow2(alignment)) {   // glibc rounds up to a power of two
+            if (alignment > (SIZE_MAX >> 1)) {
+                errno = EINVAL;
+                return nullptr;
+            }
+            alignment = std::size_t{1} << (64 - __builtin_clzll(alignment));
+        }
+        return allocate(n, fix_alignment(alignment));
+    }
+
+    static void* pvalloc(std::size_t n) noexcept {
+        const std::size_t rounded = detail::round_up(n == 0 ? 1 : n, detail::page_size);
+        if (rounded == 0) {
+            errno = ENOMEM;
+            return nullptr;
+        }
+        return allocate(rounded, detail::page_size);
+    }
+
+    static std::size_t fix_alignment(std::size_t a) noexcept { return a < min_align ? min_align : a; }
+
+    // operator new: loop on the new_handler, throw bad_alloc when there is none.
+    static void* new_impl(std::size_t n, std::size_t a) {
+        for (;;) {
+            if (void* p = allocate(n, a)) return p;
+            std::new_handler nh = std::get_new_handler();
+            if (!nh) throw std::bad_alloc();
+            nh();
+        }
+    }
+    static void* new_nothrow(std::size_t n, std::size_t a) noexcept {
+        try {
+            return new_impl(n, a);
+        } catch (...) {
+            return nullptr;
+        }
+    }
+
+    // Bytes every thread heap holds from the system (spans, cached pages, records).
+    static std::size_t os_bytes() noexcept {
+        std::size_t total = 0;
+        base::for_each_heap([&](const thread_heap& h) { total += h.heap.stats().os_bytes; });
+        return total;
+    }
+
+    // allotheque_malloc_stats (malloc_stats.h): every heap summed.
+    static int process_stats(allotheque_stats* out) noexcept {
+        if (!out) return -1;
+        *out = allotheque_stats{};
+        base::for_each_heap([&](const thread_heap& h) { add(*out, h); });
+        return 0;
+    }
+    // allotheque_malloc_heap_stats: a row per heap, at most max; how many exist.
+    static std::size_t per_heap_stats(allotheque_stats* out, std::size_t max) noexcept {
+        std::size_t n = 0;
+        base::for_each_heap([&](const thread_heap& h) {
+            if (out && n < max) {
+                out[n] = allotheque_stats{};
+                add(out[n], h);
+            }
+            ++n;
+        });
+        return n;
+    }
+
+    // malloc_stats(), and ALLOTHEQUE_SHOW_STATS at exit: a line per heap (the
+    // first rows_shown) and the total, on stderr, without allocating.
+    static void print_stats() noexcept {
+        constexpr std::size_t rows_shown = 32;
+        allotheque_stats rows[rows_shown];
+        const std::size_t n = per_heap_stats(rows, rows_shown);
+        allotheque_stats total;
+        process_stats(&total);
+        detail::text_out o(2);
+        o << "allotheque malloc (" << name << "): " << n << " thread heap(s), in bytes\n";
+        for (std::size_t i = 0; i < n && i < rows_shown; ++i) {
+            o << "  heap " << i << (rows[i].orphaned_heaps ? " (orphaned)" : "") << ":";
+            row(o, rows[i]);
+        }
+        if (n > rows_shown) o << "  (" << n - rows_shown << " more heaps)\n";
+        o << "  total:";
+        row(o, total);
+        o << "  peak_os " << total.peak_os_bytes << ", metadata " << total.metadata_bytes << ", decommitted "
+          << total.decommitted_bytes << ", orphaned heaps " << total.orphaned_heaps
+          << ", heaps with remote frees pending " << total.remote_pending_heaps << "\n";
+    }
+
+    // malloc_info(0, fp): glibc's XML shape, allotheque's figures. Collected
+    // first, written after (fwrite may allocate its buffer).
+    static int info(int options, FILE* fp) noexcept {
+        if (options != 0 || !fp) {
+            errno = EINVAL;
+            return -1;
+        }
+        constexpr std::size_t rows_shown = 64;
+        allotheque_stats rows[rows_shown];
+        const std::size_t n = per_heap_stats(rows, rows_shown);
+        allotheque_stats total;
+        process_stats(&total);
+        detail::text_out o(fp);
+        o << "<malloc version=\"allotheque-1\" heap=\"" << name << "\">\n";
+        for (std::size_t i = 0; i < n && i < rows_shown; ++i) xml(o, rows[i], "heap", i);
+        xml(o, total, "total", n);
+        o << "</malloc>\n";
+        return 0;
+    }
+
+    // mallinfo2's fields, filled with what they mean here (docs/malloc.md).
+    template <class M>
+    static M mall_info() noexcept {
+        allotheque_stats t;
+        process_stats(&t);
+        M m{};
+        using F = decltype(m.arena);
+        m.arena = static_cast<F>(t.os_bytes - t.large_bytes);   // held from the system, large blocks aside
+        m.ordblks = static_cast<F>(t.heaps);
+        m.hblks = static_cast<F>(t.large_blocks);
+        m.hblkhd = static_cast<F>(t.large_bytes);
+        m.uordblks = static_cast<F>(t.active_bytes - t.large_bytes);   // in small spans (blocks and their free chunks)
+        m.fordblks = static_cast<F>(t.free_bytes);
+        m.keepcost = static_cast<F>(t.free_bytes);
+        return m;
+    }
+
+    // ALLOTHEQUE_SHOW_STATS=1: the statistics when the process exits.
+    static void at_exit() noexcept {
+        if (base::settings().show_stats) print_stats();
+    }
+    // How many thread heaps exist (at most the peak number of live threads,
+    // plus those abandoned by fork).
+    static std::size_t heap_count() noexcept {
+        std::size_t n = 0;
+        base::for_each_heap([&](const thread_heap&) { ++n; });
+        return n;
+    }
+
+private:
+    static void add(allotheque_stats& s, const thread_heap& h) noexcept {
+        const heap_stats st = h.heap.stats();
+        s.heaps += 1;
+        s.orphaned_heaps += h.orphaned.load(std::memory_order_relaxed) ? 1 : 0;
+        s.active_bytes += st.small_span_bytes + st.large_bytes;
+        s.large_blocks += st.large_blocks;
+        s.large_bytes += st.large_bytes;
+        s.os_bytes += st.os_bytes;
+        s.peak_os_bytes += st.peak_os_bytes;
+        // Free pages that went back by madvise are the only part of os_bytes
+        // known not to be resident.
+        s.resident_bytes += st.os_bytes - (st.free_bytes - st.resident_free_bytes);
+        s.free_bytes += st.free_bytes;
+        s.metadata_bytes += st.metadata_bytes;
+        s.returned_bytes += st.returned_bytes;
+        s.decommitted_bytes += st.decommitted_bytes;
+        s.remote_pending_heaps += h.remote.maybe_nonempty() ? 1 : 0;
+    }
+    static void row(detail::text_out& o, const allotheque_stats& s) noexcept {
+        o << " active " << s.active_bytes << ", large " << s.large_blocks << " (" << s.large_bytes << "), os "
+          << s.os_bytes << ", resident " << s.resident_bytes << ", free " << s.free_bytes << ", returned "
+          << s.returned_bytes << "\n";
+    }
+    static void xml(detail::text_out& o, const allotheque_stats& s, const char* tag, std::size_t i) noexcept {
+        o << "<" << tag << " nr=\"" << i << "\">"
+          << "<total type=\"active\" size=\"" << s.active_bytes << "\"/>"
+          << "<total type=\"large\" count=\"" << s.large_blocks << "\" size=\"" << s.large_bytes << "\"/>"
+          << "<system type=\"current\" size=\"" << s.os_bytes << "\"/>"
+          << "<system type=\"max\" size=\"" << s.peak_os_bytes << "\"/>"
+          << "<system type=\"resident\" size=\"" << s.resident_bytes << "\"/>"
+          << "<total type=\"free\" size=\"" << s.free_bytes << "\"/>"
+          << "<total type=\"returned\" size=\"" << s.returned_bytes << "\"/>"
+          << "</" << tag << ">\n";
+    }
+
+    [[noreturn]] static void invalid(const char* what, const void* p) noexcept {
+        detail::fail("allotheque malloc", "double free, or a pointer no heap handed out (interior or foreign)", what,
+                     p);
+    }
+
+    [[gnu::always_inline]] static void* allocate_in(thread_heap* th, std::size_t n, std::size_t a,
+                                                    bool zero) noexcept {
+        if (th->remote.maybe_nonempty()) base::drain(th);
+        const void* hint = nullptr;
+        if constexpr (heap_type::locality_aware) hint = th->heap.last_allocation();
+        request r{malloc_request_size<D>(n), hint, a <= min_align ? 0 : a};
+        r.zero = zero;
+        void* p = th->heap.try_allocate(r);
+        if (!p) errno = ENOMEM;
+        return p;
+    }
+
+    // Everything but a chunk the thread's partition already holds: remote frees
+    // to take back, a refill, a large block; a thread's first allocation, or
+    // one made after its heap was released at exit (by a later key
+    // destructor): that one borrows an orphan, or a new heap that becomes one,
+    // for the single call.
+    [[gnu::noinline]] static void* allocate_slow(std::size_t n, std::size_t a, bool zero) noexcept {
+        if (thread_heap* th = tl_heap) [[likely]]
+            return allocate_in(th, n, a, zero);
+        if (tl_state == thread_state::exited) {
+            base::ensure_started();
+            thread_heap* th = base::take_heap();
+            if (!th) {
+                errno = ENOMEM;
+                return nullptr;
+            }
+            void* p = allocate_in(th, n, a, zero);
+            base::release_heap(th);
+            return p;
+        }
+        thread_heap* th = base::attach();
+        if (!th) {
+            errno = ENOMEM;
+            return nullptr;
+        }
+        return allocate_in(th, n, a, zero);
+    }
+
+    // The span of a block start of this library, or abort.
+    static span* block_span(void* p, const char* what) noexcept {
+        if constexpr (block_heap) {
+            // A block's tags sit in the 16 bytes before it, in its span.
+            using tags = boundary_tags;
+            auto* q = static_cast<std::byte*>(p);
+            span* sp = backend::page_map::instance().find(q - tags::payload_offset);
+            if (!sp || (sp->state != span_state::block && sp->state != span_state::large) ||
+                detail::address_of(p) % min_align != 0)
+                invalid(what, p);
+            if (sp->state == span_state::large) {
+                if (q != sp->base + sp->chunk) invalid(what, p);
+            } else {
+                // A block the heap holds as free (or parked in a fast bin) must
+                // not be touched again: a remote free would overwrite its links.
+                const std::size_t h = tags::head(tags::block_of(p));
+                if (!(h & tags::in_use) || (h & tags::waiting)) detail::fail("allotheque malloc", "double free", what, p);
+            }
+            return sp;
+        } else {
+            span* sp = heap_type::span_of_any(p);
+            if (!sp) invalid(what, p);
+            return sp;
+        }
+    }
+
+    [[gnu::noinline]] static void deallocate_outlined(void* p) noexcept { deallocate_body(p); }
+
+    [[gnu::always_inline]] static void deallocate_body(void* p) noexcept {
+        if (!p) return;
+        span* sp = block_span(p, "free");
+        auto* owner = static_cast<thread_heap*>(const_cast<void*>(sp->owner));
+        // Marks (detail/free_marks.hpp): "remote" while a block waits on its
+        // owner's list (drain clears it), "local" (exact heaps) once it is back
+        // in the owner's partition; a block heap's tags say the rest.
+        std::uint64_t& w = marks::word(p);
+        if (w == marks::remote(p)) detail::fail("allotheque malloc", "double free", "free", p);
+        // Caught here rather than in the heap, so the message speaks malloc's words.
+        if (!block_heap && w == marks::local(p)) detail::fail("allotheque malloc", "double free", "free", p);
+        if (owner == tl_heap) {
+            if constexpr (block_heap)
+                owner->heap.deallocate(p);
+            else
+                owner->heap.deallocate(p, *sp);
+            return;
+        }
+        w = marks::remote(p);
+        owner->remote.push_link(p);
+        if (owner->orphaned.load(std::memory_order_relaxed)) base::service_orphan(owner);
+    }
+
+    [[gnu::always_inline]] static std::size_t usable_in(void* p, [[maybe_unused]] span* sp) noexcept {
+        if constexpr (block_heap)
+            return heap_type::usable_size(p);
+        else
+            return sp->state == span_state::large ? sp->bytes - sp->chunk : sp->chunk;
+    }
+
+    // In place when this thread owns p (in span sp) and its heap can make it fit.
+    static bool resize_in_place(void* p, span* sp, std::size_t n) noexcept {
+        thread_heap* th = tl_heap;
+        if (static_cast<const void*>(th) != sp->owner) return false;
+        if constexpr (block_heap) {
+            return th->heap.try_resize(p, n);
+        } else {
+            if (sp->state != span_state::large) return false;
+            return th->heap.try_resize(p, request{sp->request, nullptr, 0}, n);
+        }
+    }
+};
+
+} // namespace allotheque

@@ -1,0 +1,61 @@
+// The malloc declarations the project ships, one library each
+// (src/malloc/<name>.cpp, liballotheque_malloc_<name>.so). The profiler's
+// replay uses the same types, so its rows are these mallocs' heaps.
+#pragma once
+#include <allotheque/allocators/kingsley.hpp>
+#include <allotheque/allocators/lea.hpp>
+#include <allotheque/allocators/medius.hpp>
+#include <allotheque/allocators/quickfit.hpp>
+#include <allotheque/allocators/segregated.hpp>
+#include <allotheque/allocators/velox.hpp>
+#include <allotheque/malloc/declaration.hpp>
+
+namespace allotheque::malloc_declarations {
+
+// Exact classes: 16-byte steps to 128 B, then four per power of two. The default.
+struct segregated {
+    using heap = segregated_heap<arena_source, malloc_options>;
+    static constexpr const char* name = "segregated";
+};
+
+// QuickFit: exact 16-byte classes to 128 B, powers of two above.
+struct quickfit {
+    using heap = quickfit_heap<arena_source, malloc_options, 16, 128>;
+    static constexpr const char* name = "quickfit";
+};
+
+// Kingsley: powers of two.
+struct kingsley {
+    using heap = kingsley_heap<arena_source, malloc_options>;
+    static constexpr const char* name = "kingsley";
+};
+
+// The exact size in the previous allocation's 64 KiB vicinity, with Velox's
+// one-page spans (velox_heap_options says why).
+inline constexpr heap_config velox_malloc_config = [] {
+    heap_config c = malloc_config;
+    c.span_reserve = config_of<velox_heap_options>().span_reserve;
+    return c;
+}();
+struct velox : segregated_rounding<velox_heap<arena_source, configured<velox_malloc_config>>> {
+    using heap = velox_heap<arena_source, configured<velox_malloc_config>>;
+    static constexpr const char* name = "velox";
+};
+
+// The same on page classes.
+struct medius : segregated_rounding<medius_heap<arena_source, malloc_options>> {
+    using heap = medius_heap<arena_source, malloc_options>;
+    static constexpr const char* name = "medius";
+};
+
+// Boundary tags, bins, splitting and coalescing, with fast bins (blocks up to
+// 256 B freed without coalescing until a search needs them): half the
+// instructions of immediate coalescing per small malloc + free
+// (bench/instructions: 539 -> 262 per pair), the Olden suite's fragmentation
+// unchanged (README, "Lea deferred").
+struct lea {
+    using heap = lea_deferred_heap<arena_source, malloc_options>;
+    static constexpr const char* name = "lea";
+};
+
+} // namespace allotheque::malloc_declarations
