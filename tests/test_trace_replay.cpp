@@ -4,7 +4,14 @@
 // failed allocations, lost frees, objects never freed), slot reuse, the peak of
 // live requested and touched bytes, determinism, and the plan file's checks.
 // And the ranking (replay_rank.hpp): medians, scores, and "no clear winner"
-// when the runs' spread says the leaders are within the noise.
+// when the runs' spread says the leaders are within the noise. And the rows
+// (replay_rows.hpp): the C++ a recommendation prints names types that exist
+// and are what it says (a malloc heap, a shipped library's), the malloc rows
+// are the shipped libraries, and the LD_PRELOAD line pastes into a shell.
+#include <allotheque/allocator.hpp>
+#include <allotheque/allocators/defero.hpp>
+#include <allotheque/allocators/kingsley_coalescing.hpp>
+#include <allotheque/malloc/shipped.hpp>
 #include <allotheque/trace/builder.hpp>
 #include <allotheque/trace/objects.hpp>
 #include <allotheque/trace/reader.hpp>
@@ -26,6 +33,7 @@
 #include "process_memory.hpp"
 #include "replay_plan.hpp"
 #include "replay_rank.hpp"
+#include "replay_rows.hpp"
 
 namespace tr = allotheque::trace;
 namespace rp = allotheque::tools::replay;
@@ -532,4 +540,189 @@ TEST_CASE("process memory: file-backed pages are resident after prefault_file_ma
     ::munmap(m, span);
     ::close(nfd);
     ::unlink(named);
+}
+
+// --- rows ----------------------------------------------------------------------
+
+namespace {
+
+namespace mdecl = allotheque::malloc_declarations;
+
+#define ALLOTHEQUE_TEST_UNPAREN(...) __VA_ARGS__
+#define ALLOTHEQUE_TEST_STR_(...) #__VA_ARGS__
+#define ALLOTHEQUE_TEST_STR(...) ALLOTHEQUE_TEST_STR_(__VA_ARGS__)
+
+// The strings a heap row prints, spelt from the very types checked here.
+struct heap_row_types {
+    std::string name, direct, as_malloc;
+    bool shipped_exactly;  // the shipped library declares exactly as_malloc
+};
+
+template <class Decl, class AsMalloc>
+constexpr bool declares_exactly() {
+    return std::is_same_v<typename Decl::heap, AsMalloc> &&
+           !requires { Decl::request_size(std::size_t{}); };
+}
+
+// A heap row: its direct type is a heap, its malloc type passes what
+// ALLOTHEQUE_DEFINE_MALLOC checks, and the shipped library it names declares
+// that type exactly (or not, as the row says).
+#define ALLOTHEQUE_TEST_HEAP_ROW(row, direct, as_malloc, decl)                                        \
+    [] {                                                                                           \
+        using D = ALLOTHEQUE_TEST_UNPAREN direct;                                                  \
+        using M = ALLOTHEQUE_TEST_UNPAREN as_malloc;                                               \
+        static_assert(allotheque::heap_like<D>);                                                   \
+        static_assert(allotheque::malloc_heap<M> && allotheque::detail::check_malloc_heap<M>());   \
+        return heap_row_types{row, ALLOTHEQUE_TEST_STR(ALLOTHEQUE_TEST_UNPAREN direct),            \
+                              ALLOTHEQUE_TEST_STR(ALLOTHEQUE_TEST_UNPAREN as_malloc),               \
+                              declares_exactly<ALLOTHEQUE_TEST_UNPAREN decl, M>()};                 \
+    }()
+
+struct no_shipped {
+    using heap = void;
+};
+
+std::vector<heap_row_types> heap_rows() {
+    return {
+        ALLOTHEQUE_TEST_HEAP_ROW("segregated", (allotheque::segregated_heap<>),
+                                 (allotheque::segregated_heap<allotheque::arena_source, allotheque::malloc_options>),
+                                 (mdecl::segregated)),
+        ALLOTHEQUE_TEST_HEAP_ROW("kingsley", (allotheque::kingsley_heap<>),
+                                 (allotheque::kingsley_heap<allotheque::arena_source, allotheque::malloc_options>),
+                                 (mdecl::kingsley)),
+        ALLOTHEQUE_TEST_HEAP_ROW(
+            "quickfit", (allotheque::quickfit_heap<>),
+            (allotheque::quickfit_heap<allotheque::arena_source, allotheque::malloc_options, 16, 128>),
+            (mdecl::quickfit)),
+        ALLOTHEQUE_TEST_HEAP_ROW("velox", (allotheque::velox_heap<>),
+                                 (allotheque::velox_heap<allotheque::arena_source, allotheque::malloc_options>),
+                                 (mdecl::velox)),
+        ALLOTHEQUE_TEST_HEAP_ROW("medius", (allotheque::medius_heap<>),
+                                 (allotheque::medius_heap<allotheque::arena_source, allotheque::malloc_options>),
+                                 (mdecl::medius)),
+        ALLOTHEQUE_TEST_HEAP_ROW("defero", (allotheque::defero_heap<>),
+                                 (allotheque::heap<allotheque::defero_partition<12, 16>, allotheque::arena_source, allotheque::malloc_options>),
+                                 (no_shipped)),
+        ALLOTHEQUE_TEST_HEAP_ROW("lea", (allotheque::lea_heap<>),
+                                 (allotheque::lea_heap<allotheque::arena_source, allotheque::malloc_options>),
+                                 (mdecl::lea)),
+        ALLOTHEQUE_TEST_HEAP_ROW(
+            "lea_deferred", (allotheque::lea_deferred_heap<>),
+            (allotheque::lea_deferred_heap<allotheque::arena_source, allotheque::malloc_options>), (mdecl::lea)),
+        ALLOTHEQUE_TEST_HEAP_ROW(
+            "kingsley_coalescing", (allotheque::kingsley_coalescing_heap<>),
+            (allotheque::kingsley_coalescing_heap<allotheque::arena_source, allotheque::malloc_options>),
+            (no_shipped)),
+    };
+}
+
+} // namespace
+
+TEST_CASE("replay rows: every C++ type a heap row prints is checked against the headers", "[trace][replay]") {
+    std::size_t heaps = 0;
+    for (const auto& r : rp::rows)
+        if (r.kind == rp::row_kind::heap) ++heaps;
+    const auto checked = heap_rows();
+    CHECK(checked.size() == heaps);  // a new heap row needs its line above
+    for (const auto& t : checked) {
+        INFO(t.name);
+        const rp::row_info* r = rp::find_row(t.name);
+        REQUIRE(r);
+        CHECK(r->kind == rp::row_kind::heap);
+        CHECK(std::string(r->type) == t.direct);
+        CHECK(std::string(r->malloc_heap) == t.as_malloc);
+        // "is that malloc" exactly when the shipped library declares the type
+        // printed, without rounding of its own.
+        if (r->malloc_row) {
+            CHECK((std::string(r->malloc_row_is) == "is that malloc") == t.shipped_exactly);
+            const rp::row_info* m = rp::find_row(r->malloc_row);
+            REQUIRE(m);
+            CHECK(m->kind == rp::row_kind::allotheque_malloc);
+        } else {
+            CHECK_FALSE(t.shipped_exactly);
+        }
+    }
+}
+
+TEST_CASE("replay rows: the malloc rows are the shipped declarations, by the names the libraries report",
+          "[trace][replay]") {
+    const std::vector<std::string> shipped = {mdecl::segregated::name, mdecl::quickfit::name, mdecl::kingsley::name,
+                                              mdecl::velox::name,      mdecl::medius::name,   mdecl::lea::name};
+    std::vector<std::string> rows;
+    for (const auto& r : rp::rows)
+        if (r.kind == rp::row_kind::allotheque_malloc) {
+            rows.emplace_back(r.library);
+            CHECK(std::string(r.name) == std::string("malloc-") + r.library);
+            CHECK(rp::allotheque_malloc_file(r) == std::string("liballotheque_malloc_") + r.library + ".so");
+        }
+    CHECK(rows == shipped);
+    // No two rows share a name, and a malloc row's name never is a heap's.
+    for (const auto& a : rp::rows)
+        for (const auto& b : rp::rows)
+            if (&a != &b) CHECK(std::string(a.name) != b.name);
+}
+
+TEST_CASE("replay rows: how to use the pick", "[trace][replay]") {
+    SECTION("shell quoting round-trips what a shell would split or expand") {
+        CHECK(rp::shell_quote("plain-word_1.2/x=y:z,a+b@c%") == "plain-word_1.2/x=y:z,a+b@c%");
+        CHECK(rp::shell_quote("") == "''");
+        CHECK(rp::shell_quote("two words") == "'two words'");
+        CHECK(rp::shell_quote("it's $HOME") == "'it'\\''s $HOME'");
+        CHECK(rp::command_line({}) == "PROGRAM");
+        CHECK(rp::command_line({"python3", "-c", "print(1)"}) == "python3 -c 'print(1)'");
+    }
+    SECTION("a malloc row: the LD_PRELOAD line of the library replayed, then the program") {
+        rp::usage_context c;
+        c.library = "/opt/al lib/liballotheque_malloc_velox.so";
+        c.command = {"./app", "--n", "3"};
+        const auto u = rp::how_to_use(*rp::find_row("malloc-velox"), c);
+        CHECK(u.preload == "LD_PRELOAD='/opt/al lib/liballotheque_malloc_velox.so' ./app --n 3");
+        REQUIRE(u.code.size() == 1);
+        CHECK(u.code[0] == u.preload);
+        CHECK(u.cxx.empty());
+        CHECK(u.text[0].find("liballotheque_malloc_velox.so") != std::string::npos);
+        c.library = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+        CHECK(rp::how_to_use(*rp::find_row("jemalloc"), c).preload ==
+              "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 ./app --n 3");
+    }
+    SECTION("glibc: nothing to do") {
+        const auto u = rp::how_to_use(*rp::find_row("glibc"), {});
+        CHECK(u.code.empty());
+        CHECK(u.preload.empty());
+    }
+    SECTION("a header-only heap: its declaration, the malloc declaration, the CMake line, the shipped library") {
+        rp::usage_context c;
+        c.command = {"prog"};
+        c.malloc_row_library = "/x/liballotheque_malloc_quickfit.so";
+        c.malloc_row_result = "0.90x glibc's time and 1.01x its peak memory, score 0.91, rank 2 of 5";
+        const auto u = rp::how_to_use(*rp::find_row("quickfit"), c);
+        CHECK(u.cxx.find("using heap = allotheque::quickfit_heap<>;") != std::string::npos);
+        CHECK(u.cxx.find("#include <allotheque/allocators/quickfit.hpp>") == 0);
+        CHECK(u.malloc_cxx ==
+              "#include <allotheque/malloc.hpp>\n"
+              "#include <allotheque/allocators/quickfit.hpp>\n"
+              "struct my_malloc {\n"
+              "    using heap = allotheque::quickfit_heap<allotheque::arena_source, allotheque::malloc_options, 16, 128>;\n"
+              "    static constexpr const char* name = \"my-quickfit\";\n"
+              "};\n"
+              "ALLOTHEQUE_DEFINE_MALLOC(my_malloc);");
+        CHECK(u.cmake == "allotheque_add_malloc(my_malloc SOURCES my_malloc.cpp)");
+        CHECK(u.preload.empty());  // the heap itself is not preloaded
+        CHECK(u.code.back() == "LD_PRELOAD=/x/liballotheque_malloc_quickfit.so prog");
+        bool told = false;
+        for (const auto& l : u.text) told = told || l.find("malloc-quickfit measured it here: 0.90x") != std::string::npos;
+        CHECK(told);
+        // Not measured: how to measure it.
+        rp::usage_context none;
+        none.command = {"prog"};
+        bool hint = false;
+        for (const auto& l : rp::how_to_use(*rp::find_row("velox"), none).text)
+            hint = hint || l.find("--allocators ...,malloc-velox") != std::string::npos;
+        CHECK(hint);
+        // No shipped library on the heap: said so.
+        bool said = false;
+        for (const auto& l : rp::how_to_use(*rp::find_row("defero"), none).text)
+            said = said || l.find("No shipped malloc library") != std::string::npos;
+        CHECK(said);
+    }
 }

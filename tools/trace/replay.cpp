@@ -5,14 +5,16 @@
 // "Replay"). The trace is parsed and planned once (replay_plan.hpp: sequence,
 // sizes, alignments, neighbour hints); the plan goes to a temporary file;
 // allotheque-replay-worker replays it once per (allocator, repetition), each in
-// a fresh process (LD_PRELOAD for jemalloc/mimalloc/tcmalloc), the allocators
-// interleaved within each repetition. Medians over the repetitions.
+// a fresh process (LD_PRELOAD for jemalloc/mimalloc/tcmalloc and for the
+// shipped allotheque mallocs, rows malloc-<heap>: replay_rows.hpp), the
+// allocators interleaved within each repetition. Medians over the repetitions.
 //
 // Ranking (replay_rank.hpp): score = time_ratio × memory_ratio, both relative
 // to glibc (lower is better): an allocator 10 % faster at 10 % more memory
 // scores like glibc. Named: the fastest, the leanest, and the best balanced
 // (lowest score) — or "no clear winner" where the runs' spread says the
-// leaders are within the noise.
+// leaders are within the noise — and how to use the pick (the LD_PRELOAD
+// line, or the C++ that declares it).
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
@@ -20,6 +22,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -37,6 +40,7 @@
 #include "process_memory.hpp"
 #include "replay_plan.hpp"
 #include "replay_rank.hpp"
+#include "replay_rows.hpp"
 #include "spawn.hpp"
 
 extern char** environ;
@@ -47,46 +51,117 @@ namespace {
 namespace rp = allotheque::tools::replay;
 const char* const me = "allotheque-trace replay";
 
-const char* const all_allocators[] = {"glibc", "jemalloc", "mimalloc", "tcmalloc", "pmr", "kingsley", "quickfit",
-                                      "velox", "medius",   "defero",   "lea",      "lea_deferred",
-                                      "kingsley_coalescing"};
-
-bool known_allocator(const std::string& n) {
-    return std::any_of(std::begin(all_allocators), std::end(all_allocators), [&](const char* a) { return n == a; });
-}
-
-// The shared library to LD_PRELOAD for a malloc baseline ("" = none needed);
-// nullopt when the library is not installed.
-std::optional<std::string> preload_for(const std::string& name) {
-    const char* file = nullptr;
-    if (name == "jemalloc") file = "libjemalloc.so.2";
-    else if (name == "mimalloc") file = "libmimalloc.so.2";
-    else if (name == "tcmalloc") file = "libtcmalloc_minimal.so.4";
-    else return std::string();
-    static const char* const dirs[] = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
-                                       "/usr/lib", "/usr/local/lib", "/usr/local/lib64"};
-    for (const char* d : dirs) {
-        const std::string p = std::string(d) + "/" + file;
-        if (::access(p.c_str(), R_OK) == 0) return p;
-    }
-    return std::nullopt;
-}
+using rp::row_info;
+using rp::row_kind;
 
 bool executable(const std::string& p) {
     struct stat st {};
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
 }
 
+bool readable_file(const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), R_OK) == 0;
+}
+
+// The directory of this executable ("" if unknown).
+std::string self_dir() {
+    char buf[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return {};
+    std::string dir(buf, std::size_t(n));
+    const auto slash = dir.find_last_of('/');
+    return slash == std::string::npos ? std::string() : dir.substr(0, slash);
+}
+
+// LD_PRELOAD wants a path that does not depend on the directory the program
+// runs in, and the recommendation prints it: absolute, without "..".
+std::string canonical(const std::string& p) {
+    char buf[PATH_MAX];
+    return ::realpath(p.c_str(), buf) ? std::string(buf) : p;
+}
+
+// Where the shipped malloc libraries are looked for, in order:
+// $ALLOTHEQUE_MALLOC_LIB_DIR alone when set; else the build tree this program
+// belongs to (<build>/tools/allotheque-trace, libraries in <build>/src/malloc);
+// else the install it belongs to (<prefix>/bin/allotheque-trace, libraries in
+// <prefix>/<libdir>), then the configured install directory.
+std::vector<std::string> malloc_library_dirs(bool& overridden) {
+    std::vector<std::string> dirs;
+    overridden = false;
+    if (const char* e = std::getenv("ALLOTHEQUE_MALLOC_LIB_DIR"); e && *e) {
+        overridden = true;
+        dirs.emplace_back(e);
+        return dirs;
+    }
+    if (const std::string self = self_dir(); !self.empty()) {
+        dirs.push_back(self + "/../src/malloc");
+#ifdef ALLOTHEQUE_TRACE_INSTALL_LIBDIR
+        if (ALLOTHEQUE_TRACE_INSTALL_LIBDIR[0] != '/') dirs.push_back(self + "/../" ALLOTHEQUE_TRACE_INSTALL_LIBDIR);
+#endif
+    }
+#ifdef ALLOTHEQUE_TRACE_INSTALLED_LIBDIR
+    dirs.emplace_back(ALLOTHEQUE_TRACE_INSTALLED_LIBDIR);
+#endif
+    return dirs;
+}
+
+// Whether `dir` is this program's build tree's src/malloc: its libraries
+// were built with this tree's configuration.
+bool in_own_build_tree(const std::string& dir) {
+    const std::string self = self_dir();
+    return !self.empty() && canonical(dir) == canonical(self + "/../src/malloc");
+}
+
+// The configuration this tree built (a Debug tree builds the malloc
+// libraries unoptimised: their times say nothing of a release build's).
+bool unoptimised_build() {
+#ifdef ALLOTHEQUE_TRACE_BUILD_CONFIG
+    const std::string_view c = ALLOTHEQUE_TRACE_BUILD_CONFIG;
+    return c.empty() || c == "Debug";
+#else
+    return false;
+#endif
+}
+
+// The shared library a row preloads: "" for rows that need none, nullopt
+// (with the reason in `why`) when it cannot be found.
+std::optional<std::string> preload_for(const row_info& r, std::string& why) {
+    if (r.kind == row_kind::peer_malloc) {
+        static const char* const dirs[] = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64",
+                                           "/usr/lib", "/usr/local/lib", "/usr/local/lib64"};
+        for (const char* d : dirs) {
+            const std::string p = std::string(d) + "/" + r.library;
+            if (::access(p.c_str(), R_OK) == 0) return p;
+        }
+        why = std::string("lib") + r.name + " is not installed";
+        return std::nullopt;
+    }
+    if (r.kind != row_kind::allotheque_malloc) return std::string();
+    bool overridden = false;
+    const auto dirs = malloc_library_dirs(overridden);
+    const std::string file = rp::allotheque_malloc_file(r);
+    for (const auto& d : dirs)
+        if (readable_file(d + "/" + file)) return canonical(d + "/" + file);
+    if (overridden) {
+        why = file + " is not in $ALLOTHEQUE_MALLOC_LIB_DIR (" + dirs.front() + ")";
+    } else {
+        why = file + " not found (looked in";
+        for (std::size_t i = 0; i < dirs.size(); ++i) {
+            why += i ? ", " : " ";
+            why += canonical(dirs[i]);
+        }
+        why += std::string("): build the target allotheque_malloc_") + r.library +
+               ", or set ALLOTHEQUE_MALLOC_LIB_DIR";
+    }
+    return std::nullopt;
+}
+
 // Next to this executable (the build tree and the install both put it there),
 // else the install directory; $ALLOTHEQUE_REPLAY_WORKER overrides both.
 std::string find_worker() {
     if (const char* e = std::getenv("ALLOTHEQUE_REPLAY_WORKER"); e && *e) return e;
-    char buf[4096];
-    const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n > 0) {
-        buf[n] = '\0';
-        std::string dir(buf);
-        dir.erase(dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/'));
+    if (const std::string dir = self_dir(); !dir.empty()) {
         const std::string p = dir + "/allotheque-replay-worker";
         if (executable(p)) return p;
     }
@@ -180,6 +255,25 @@ std::string json_escape(const std::string& s) {
 
 std::string fmt(const char* f, double v) { return rp::format_number(f, v); }
 
+// The recommendation's "use" object: how to adopt the pick, as printed, and
+// split into what a script would take (docs/trace.md, "JSON").
+std::string use_json(const std::string& name, const row_info& info, const rp::usage& u) {
+    auto str_or_null = [](const std::string& v) { return v.empty() ? std::string("null") : "\"" + json_escape(v) + "\""; };
+    auto array = [](const std::vector<std::string>& v) {
+        std::string a = "[";
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            a += i ? ", \"" : "\"";
+            a += json_escape(v[i]);
+            a += '"';
+        }
+        return a + "]";
+    };
+    return "{\"allocator\": \"" + name + "\", \"kind\": \"" + rp::kind_id(info.kind) +
+           "\", \"preload\": " + str_or_null(u.preload) + ", \"cxx\": " + str_or_null(u.cxx) +
+           ", \"malloc_cxx\": " + str_or_null(u.malloc_cxx) + ", \"cmake\": " + str_or_null(u.cmake) +
+           ", \"text\": " + array(u.text) + "}";
+}
+
 // Removes the plan file however the command ends.
 struct temp_file {
     std::string path;
@@ -195,8 +289,11 @@ int usage(std::FILE* out) {
         "  Replays TRACE (same sequence, sizes, alignments; hints = the replay address of the object the\n"
         "  traced program had next to each new one) on every allocator, each run in its own process,\n"
         "  and prints time, peak OS memory and fragmentation per allocator with a recommendation.\n"
-        "  --allocators   subset of: glibc jemalloc mimalloc tcmalloc pmr kingsley quickfit velox medius\n"
-        "                 defero lea lea_deferred kingsley_coalescing (default: all)\n"
+        "  --allocators   subset of (default: all)\n"
+        "                 malloc libraries, preloaded: glibc jemalloc mimalloc tcmalloc, and allotheque's\n"
+        "                   malloc-segregated malloc-quickfit malloc-kingsley malloc-velox malloc-medius malloc-lea\n"
+        "                 header-only heaps, called directly: segregated kingsley quickfit velox medius defero\n"
+        "                   lea lea_deferred kingsley_coalescing; and pmr\n"
         "  --repeat N     runs per allocator, interleaved; the median is reported (default 3)\n"
         "  --json FILE    also write the results as JSON\n"
         "  --allow-truncated  replay what a trace without an END record holds\n"
@@ -204,7 +301,10 @@ int usage(std::FILE* out) {
         "  --touch-limit BYTES|all  pages written per object: one byte per page of its first BYTES\n"
         "                 (K, M, G suffixes; default 1M), besides its first and last 64 bytes\n"
         "  Score = (time / glibc's time) x (peak memory / glibc's peak); lower is better. A title goes to\n"
-        "  an allocator only when its runs all beat the others' (else: no clear winner).\n",
+        "  an allocator only when its runs all beat the others' (else: no clear winner). The recommendation\n"
+        "  says how to use the pick: the LD_PRELOAD line, or the C++ lines that declare it.\n"
+        "Environment: ALLOTHEQUE_MALLOC_LIB_DIR: where the liballotheque_malloc_<heap>.so libraries are\n"
+        "  (default: the build tree or install of this program); ALLOTHEQUE_REPLAY_WORKER: the worker.\n",
         out);
     return out == stdout ? 0 : 2;
 }
@@ -212,7 +312,8 @@ int usage(std::FILE* out) {
 } // namespace
 
 int cmd_replay(int argc, char** argv) {
-    std::vector<std::string> allocators(std::begin(all_allocators), std::end(all_allocators));
+    std::vector<std::string> allocators;
+    for (const row_info& r : rp::rows) allocators.emplace_back(r.name);
     int repeat = 3;
     std::string json_path, trace_path, keep_plan, touch_arg = "1M";
     std::uint64_t touch_limit = rp::default_touch_limit;
@@ -235,7 +336,7 @@ int cmd_replay(int argc, char** argv) {
                 const std::size_t e = std::min(v->find(',', s), v->size());
                 const std::string n = v->substr(s, e - s);
                 if (!n.empty()) {
-                    if (!known_allocator(n)) {
+                    if (!rp::find_row(n)) {
                         std::fprintf(stderr, "%s: unknown allocator '%s'\n", me, n.c_str());
                         return usage(stderr);
                     }
@@ -284,11 +385,13 @@ int cmd_replay(int argc, char** argv) {
     // --- plan (off the clock) --------------------------------------------------
     rp::plan plan;
     std::string truncation;
+    std::vector<std::string> command;  // the traced program's, for the recommendation
     try {
         allotheque::trace::read_options ro;
         ro.allow_truncated = allow_truncated;
         const auto t = allotheque::trace::read_trace(trace_path, ro);
         truncation = t.truncation;
+        command = t.process.args;
         plan = rp::make_plan(t, touch_limit);
     } catch (const allotheque::trace::trace_error& e) {
         // "at byte 0" says nothing for a file that cannot be opened or is not a trace.
@@ -380,14 +483,22 @@ int cmd_replay(int argc, char** argv) {
     for (const auto& n : allocators) {
         row r;
         r.name = n;
-        const auto lib = preload_for(n);
+        std::string why;
+        const auto lib = preload_for(*rp::find_row(n), why);
         if (!lib) {
             r.status = "skipped";
-            r.note = "lib" + n + " is not installed";
+            r.note = why;
         }
         rows.push_back(r);
         preloads.push_back(lib.value_or(""));
     }
+    auto preload_of = [&](const std::string& name) -> std::string {
+        for (std::size_t k = 0; k < rows.size(); ++k)
+            if (rows[k].name == name) return preloads[k];
+        std::string why;
+        if (const row_info* info = rp::find_row(name)) return preload_for(*info, why).value_or("");
+        return {};
+    };
     const bool tty = ::isatty(2);
     const int runs = repeat * int(rows.size());
     int done = 0;
@@ -429,29 +540,75 @@ int cmd_replay(int argc, char** argv) {
     const row* base = ranked.base;
 
     // --- table -----------------------------------------------------------------------
-    std::printf("\nreplay on %zu allocators, %d run%s each (median), relative to %s; score = time x memory ratio\n\n",
+    std::printf("\nreplay on %zu allocators, %d run%s each (median), relative to %s; score = time x memory ratio\n",
                 rows.size(), repeat, repeat == 1 ? "" : "s", base->name.c_str());
-    const std::string vs = "vs " + base->name;
-    std::printf("| %-4s | %-19s | %10s | %9s | %9s | %9s | %13s | %6s | %-13s |\n", "rank", "allocator", "time ms",
-                vs.c_str(), "peak MB", vs.c_str(), "fragmentation", "score", "score of runs");
-    std::printf("|------|---------------------|------------|-----------|-----------|-----------|---------------|--------|"
-                "---------------|\n");
+    // The header-only heaps share names with the malloc libraries built on
+    // them, and not their figures (other options, no request rounding, no
+    // malloc entry points): the kind column and this legend keep them apart.
+    std::printf("kind: preloaded malloc = a malloc library under LD_PRELOAD, replayed through malloc, free, realloc\n"
+                "        and posix_memalign as the program calls them (malloc-<heap>: liballotheque_malloc_<heap>.so)\n"
+                "      header-only heap = allotheque::<name>_heap<> with its default options, called directly\n"
+                "        (sized frees, hints): not a malloc, whose figures are its malloc-<heap> row's\n\n");
+    // The ratio columns are 9 wide: a longer baseline's name is in the line above.
+    const std::string vs = base->name.size() <= 6 ? "vs " + base->name : std::string("ratio");
+    std::printf("| %-4s | %-19s | %-16s | %10s | %9s | %9s | %9s | %13s | %6s | %-13s |\n", "rank", "allocator",
+                "kind", "time ms", vs.c_str(), "peak MB", vs.c_str(), "fragmentation", "score", "score of runs");
+    std::printf("|------|---------------------|------------------|------------|-----------|-----------|-----------|"
+                "---------------|--------|---------------|\n");
     int rank = 0;
-    for (const row* r : ranked.order) {
+    std::vector<int> rank_of(ranked.order.size(), 0);
+    for (std::size_t i = 0; i < ranked.order.size(); ++i) {
+        const row* r = ranked.order[i];
+        const char* kind = rp::kind_label(rp::find_row(r->name)->kind);
         if (r->status != "ok") {
-            std::printf("| %-4s | %-19s | %10s | %9s | %9s | %9s | %13s | %6s | %-13s |  %s: %s\n", "-", r->name.c_str(),
-                        "-", "-", "-", "-", "-", "-", "-", r->status.c_str(), r->note.c_str());
+            std::printf("| %-4s | %-19s | %-16s | %10s | %9s | %9s | %9s | %13s | %6s | %-13s |  %s: %s\n", "-",
+                        r->name.c_str(), kind, "-", "-", "-", "-", "-", "-", "-", r->status.c_str(), r->note.c_str());
             continue;
         }
-        std::printf("| %-4d | %-19s | %10.3f | %9.2f | %9.2f | %9.2f | %13s | %6.2f | %-13s |%s%s\n", ++rank,
-                    r->name.c_str(), r->time_s * 1e3, r->time_ratio, r->peak_os / 1e6, r->memory_ratio,
+        rank_of[i] = ++rank;
+        std::printf("| %-4d | %-19s | %-16s | %10.3f | %9.2f | %9.2f | %9.2f | %13s | %6.2f | %-13s |%s%s\n", rank,
+                    r->name.c_str(), kind, r->time_s * 1e3, r->time_ratio, r->peak_os / 1e6, r->memory_ratio,
                     r->has_frag ? fmt("%.1f %%", r->frag * 100).c_str() : "-", r->score,
                     (fmt("%.2f", r->score_lo) + "-" + fmt("%.2f", r->score_hi)).c_str(), r->note.empty() ? "" : "  ",
                     r->note.c_str());
     }
     std::printf("\n%s", rp::format_verdicts(ranked).c_str());
+    if (unoptimised_build()) {
+        bool debug_libs = false;
+        for (std::size_t k = 0; k < rows.size(); ++k)
+            if (rows[k].status == "ok" && rp::find_row(rows[k].name)->kind == row_kind::allotheque_malloc)
+                debug_libs = debug_libs || in_own_build_tree(preloads[k].substr(0, preloads[k].find_last_of('/')));
+        if (debug_libs)
+            std::printf("note: the malloc-* rows ran this Debug build tree's libraries, built without optimisation:"
+                        " their times are not a release build's (their memory is)\n");
+    }
     const rp::verdict& pick = ranked.recommended;
     const std::string reason = rp::recommendation(ranked);
+
+    // --- how to use the pick ------------------------------------------------------------
+    // The recommended allocator, or the lowest median where there is no clear
+    // winner (the line above says the others do as well).
+    const row_info& pick_info = *rp::find_row(pick.best->name);
+    rp::usage_context ctx;
+    ctx.library = preload_of(pick.best->name);
+    ctx.command = command;
+    if (pick_info.malloc_row) {
+        ctx.malloc_row_library = preload_of(pick_info.malloc_row);
+        for (std::size_t i = 0; i < ranked.order.size(); ++i) {
+            const row& r = *ranked.order[i];
+            if (r.name != pick_info.malloc_row) continue;
+            if (r.status == "ok")
+                ctx.malloc_row_result = fmt("%.2f", r.time_ratio) + "x " + base->name + "'s time and " +
+                                        fmt("%.2f", r.memory_ratio) + "x its peak memory, score " +
+                                        fmt("%.2f", r.score) + ", rank " + std::to_string(rank_of[i]) + " of " +
+                                        std::to_string(rank);
+            else
+                ctx.malloc_row_missing = r.status + ": " + r.note;
+        }
+    }
+    const rp::usage use = rp::how_to_use(pick_info, ctx);
+    std::printf("\nto use %s%s:\n", pick.best->name.c_str(), pick.clear() ? "" : " (the lowest median)");
+    for (const auto& l : use.text) std::printf("  %s\n", l.c_str());
 
     // --- JSON --------------------------------------------------------------------------
     if (!json_path.empty()) {
@@ -476,7 +633,12 @@ int cmd_replay(int argc, char** argv) {
         j += "  \"results\": [\n";
         for (std::size_t i = 0; i < ranked.order.size(); ++i) {
             const row& r = *ranked.order[i];
-            j += "    {\"allocator\": \"" + r.name + "\", \"status\": \"" + r.status + "\"";
+            const row_info& info = *rp::find_row(r.name);
+            j += "    {\"allocator\": \"" + r.name + "\", \"kind\": \"" + rp::kind_id(info.kind) + "\", \"status\": \"" +
+                 r.status + "\"";
+            if (const std::string lib = preload_of(r.name); !lib.empty())
+                j += ", \"library\": \"" + json_escape(lib) + "\"";
+            if (info.type) j += ", \"heap_type\": \"" + json_escape(info.type) + "\"";
             if (!r.note.empty()) j += ", \"note\": \"" + json_escape(r.note) + "\"";
             if (r.status == "ok") {
                 std::string secs = "[", peaks = "[";
@@ -506,7 +668,8 @@ int cmd_replay(int argc, char** argv) {
              (ranked.fastest.clear() ? "true" : "false") + ", \"leanest\": " + (ranked.leanest.clear() ? "true" : "false") +
              ", \"balanced\": " + (pick.clear() ? "true" : "false") + "}, \"within_noise\": {\"fastest\": " +
              names(ranked.fastest) + ", \"leanest\": " + names(ranked.leanest) + ", \"balanced\": " + names(pick) +
-             "}, \"reason\": \"" + json_escape(reason) + "\"}\n}\n";
+             "}, \"reason\": \"" + json_escape(reason) + "\",\n    \"use\": " + use_json(pick.best->name, pick_info, use) +
+             "}\n}\n";
         std::FILE* f = std::fopen(json_path.c_str(), "w");
         const bool ok = f && std::fputs(j.c_str(), f) >= 0;
         if (!f || std::fclose(f) != 0 || !ok) {

@@ -294,8 +294,11 @@ inline std::string check_header(const plan_header& h, std::uint64_t file_bytes) 
 }
 
 // Checks one op against the slot occupancy the replay would have; returns ""
-// if valid. `filled` has one flag per slot and is updated.
-inline std::string check_op(const plan_op& o, std::vector<bool>& filled) {
+// if valid. `filled` has one flag per slot (size(), operator[]) and is
+// updated: a std::vector<bool>, or flags the worker keeps off the heap so
+// that checking a plan leaves the malloc under test as a program finds it.
+template <class Flags>
+std::string check_op(const plan_op& o, Flags& filled) {
     const std::size_t n = filled.size();
     auto bad = [&](const char* what) { return std::string(what); };
     switch (o.kind) {

@@ -6,12 +6,16 @@
 // bench/olden/driver.hpp does), fragmentation. One process per allocator, so
 // each peak is the allocator's own.
 //
-// Allocators: glibc, jemalloc, mimalloc, tcmalloc (malloc/free/realloc/
-// aligned_alloc; the last three must be LD_PRELOADed, which is checked in
-// /proc/self/maps), pmr (std::pmr::unsynchronized_pool_resource), and the
-// allotheque heaps kingsley, quickfit, velox, medius, defero, lea,
-// lea_deferred, kingsley_coalescing (request{size, hint, alignment}; realloc =
-// allocate near the old block + copy + deallocate; frees carry the size).
+// Allocators: the malloc libraries glibc, jemalloc, mimalloc, tcmalloc and
+// malloc-<heap>, an allotheque malloc (malloc/free/realloc/posix_memalign; all
+// but glibc must be LD_PRELOADed, which is checked: the peers in
+// /proc/self/maps, an allotheque malloc by the heap name its library reports,
+// so that malloc-velox is liballotheque_malloc_velox.so or a malloc declared
+// with the name "velox"); pmr (std::pmr::unsynchronized_pool_resource); and the
+// header-only allotheque heaps segregated, kingsley, quickfit, velox, medius,
+// defero, lea, lea_deferred, kingsley_coalescing, with their default options
+// (request{size, hint, alignment}; realloc = allocate near the old block +
+// copy + deallocate; frees carry the size).
 //
 // Everything the worker needs besides the allocator under test — the plan (a
 // read-only mapping of the plan file) and the slot table (anonymous memory) —
@@ -25,6 +29,7 @@
 //
 // Exit status: 0 success; 1 allocation failure, bad plan, wrong malloc
 // library (message on stderr); 2 bad usage.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -41,7 +46,7 @@
 #include <memory_resource>
 #include <new>
 #include <string>
-#include <vector>
+#include <string_view>
 
 #include <allotheque/allocators/defero.hpp>
 #include <allotheque/allocators/kingsley.hpp>
@@ -49,6 +54,7 @@
 #include <allotheque/allocators/lea.hpp>
 #include <allotheque/allocators/medius.hpp>
 #include <allotheque/allocators/quickfit.hpp>
+#include <allotheque/allocators/segregated.hpp>
 #include <allotheque/allocators/velox.hpp>
 #include <allotheque/heap.hpp>
 
@@ -87,6 +93,14 @@ struct loaded_plan {
     const rp::plan_op* ops = nullptr;
 };
 
+// One flag a slot for rp::check_op, in memory that is not the malloc's.
+struct mapped_flags {
+    unsigned char* flag;
+    std::size_t n;
+    std::size_t size() const noexcept { return n; }
+    unsigned char& operator[](std::size_t i) noexcept { return flag[i]; }
+};
+
 loaded_plan load_plan(const char* path) {
     const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) die(std::string("cannot open replay plan '") + path + "': " + std::strerror(errno));
@@ -106,10 +120,18 @@ loaded_plan load_plan(const char* path) {
         die(std::string("bad replay plan '") + path + "': " + why);
     p.ops = reinterpret_cast<const rp::plan_op*>(mem + sizeof(rp::plan_header));  // 64-byte header: aligned
     // Validate every op before measuring, so the replay loop can trust them.
-    std::vector<bool> filled(p.header.slots, false);
+    // The flags are mapped, not malloc'd: the malloc rows measure a library
+    // from the state a program starts in, and a block allocated and freed
+    // here shifted Lea's layout enough to move its peak by 4 % (a 0.6 MB
+    // gap to the real run of the same program on 19 MB).
+    const std::size_t flag_bytes = std::max<std::size_t>(1, std::size_t(p.header.slots));
+    void* flag_memory = ::mmap(nullptr, flag_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (flag_memory == MAP_FAILED) die(std::string("cannot map the slot flags: ") + std::strerror(errno));
+    mapped_flags filled{static_cast<unsigned char*>(flag_memory), std::size_t(p.header.slots)};
     for (std::uint64_t i = 0; i < p.header.ops; ++i)
         if (const std::string why = rp::check_op(p.ops[i], filled); !why.empty())
             die(std::string("bad replay plan '") + path + "': op " + std::to_string(i) + ": " + why);
+    ::munmap(flag_memory, flag_bytes);
     return p;
 }
 
@@ -131,9 +153,12 @@ struct malloc_backend {
     static constexpr bool is_heap = false;
     std::uint64_t capped = 0;
     void* alloc(std::uint64_t n, unsigned a, const void*) noexcept {
-        if (a > 4) {  // beyond malloc's 16: aligned_alloc wants a multiple of the alignment
-            const std::uint64_t al = align_bytes(a);
-            return std::aligned_alloc(al, (n + al - 1) / al * al);
+        if (a > 4) {
+            // Beyond malloc's 16. Not aligned_alloc, whose size C11 wanted a
+            // multiple of the alignment: rounding 100 bytes up to 4096 made
+            // the replay hold far more than the program did.
+            void* p = nullptr;
+            return ::posix_memalign(&p, std::size_t(align_bytes(a)), std::size_t(n)) == 0 ? p : nullptr;
         }
         return std::malloc(n);
     }
@@ -291,15 +316,16 @@ result replay(B& b, const loaded_plan& plan, slot_entry* slots, const char* name
     return r;
 }
 
-void print(const result& r, const loaded_plan& plan, const std::string& name, const std::string& library) {
+void print(const result& r, const loaded_plan& plan, std::string_view name, std::string_view library) {
     const std::uint64_t req = plan.header.peak_requested_bytes;
     // Fragmentation is measured against what the replay writes: an object's
     // untouched tail is not resident under any allocator.
     const std::uint64_t data = plan.header.peak_touched_bytes;
     const std::uint64_t delta = r.peak_delta;
-    std::string line = "{\"allocator\": \"" + name + "\"";
+    std::string line = "{\"allocator\": \"" + std::string(name) + "\"";
     char buf[512];
-    if (!library.empty()) line += ", \"malloc_library\": \"" + library + "\"";
+    if (!library.empty()) line += ", \"malloc_library\": \"" + std::string(library) + "\"";
+    if (library == "allotheque") line += ", \"malloc_heap\": \"" + std::string(name.substr(7)) + "\"";
     std::snprintf(buf, sizeof buf,
                   ", \"ops\": %llu, \"objects\": %llu, \"slots\": %llu, \"seconds\": %.6f"
                   ", \"peak_requested_bytes\": %llu, \"rss_before_bytes\": %llu, \"peak_rss_delta_bytes\": %llu"
@@ -333,17 +359,39 @@ void print(const result& r, const loaded_plan& plan, const std::string& name, co
 }
 
 template <class B>
-int run(const loaded_plan& plan, slot_entry* slots, const std::string& name, const std::string& library) {
+int run(const loaded_plan& plan, slot_entry* slots, const char* name, const char* library) {
     B b;  // constructed (and its fixed tables touched) before the peak is reset, as in the bench
-    const result r = replay(b, plan, slots, name.c_str());
+    const result r = replay(b, plan, slots, name);
     print(r, plan, name, library);
     return 0;
 }
 
+// A malloc-<heap> row measures the allotheque malloc named <heap> as the
+// program would run it: the malloc this process calls must be the one whose
+// library reports that name (a library preloaded but shadowed, or another
+// allotheque malloc, would be measured under the wrong name).
+void check_allotheque_malloc(const char* heap) {
+    using name_fn = const char* (*)();
+    const auto name = reinterpret_cast<name_fn>(::dlsym(RTLD_DEFAULT, "allotheque_malloc_heap_name"));
+    if (!name)
+        die(std::string("allocator 'malloc-") + heap + "' requested but no allotheque malloc is loaded (the active malloc is '" +
+            malloc_library() + "'; run with LD_PRELOAD of liballotheque_malloc_" + heap + ".so)");
+    Dl_info m{}, n{};
+    void* const malloc_fn = ::dlsym(RTLD_DEFAULT, "malloc");
+    if (!malloc_fn || !::dladdr(malloc_fn, &m) || !::dladdr(reinterpret_cast<void*>(name), &n) || !m.dli_fname ||
+        !n.dli_fname || std::strcmp(m.dli_fname, n.dli_fname) != 0)
+        die(std::string("allocator 'malloc-") + heap + "' requested but malloc is not served by the allotheque library " +
+            (n.dli_fname ? n.dli_fname : "?") + " (it comes from " + (m.dli_fname ? m.dli_fname : "?") + ")");
+    if (const char* got = name(); !got || std::strcmp(heap, got) != 0)
+        die(std::string("allocator 'malloc-") + heap + "' requested but the preloaded allotheque malloc is '" +
+            (got ? got : "?") + "' (" + n.dli_fname + ")");
+}
+
 int usage() {
     std::fputs("usage: allotheque-replay-worker --allocator NAME PLAN\n"
-               "  NAME: glibc jemalloc mimalloc tcmalloc pmr kingsley quickfit velox medius defero lea\n"
-               "        lea_deferred kingsley_coalescing\n"
+               "  NAME: glibc jemalloc mimalloc tcmalloc malloc-<heap> (an allotheque malloc preloaded, whose\n"
+               "        allotheque_malloc_heap_name() is <heap>), pmr, or a header-only heap: segregated kingsley\n"
+               "        quickfit velox medius defero lea lea_deferred kingsley_coalescing\n"
                "  PLAN: a replay plan written by `allotheque-trace replay` (not a trace); it says how\n"
                "        much of each object to write (replay --touch-limit)\n",
                stderr);
@@ -353,36 +401,47 @@ int usage() {
 } // namespace
 
 int main(int argc, char** argv) {
-    std::string name, path;
+    // Views of argv, not strings: before the measurement the worker leaves
+    // the malloc under test as untouched as a program's start-up does (a
+    // plan path past the short-string buffer was a live block the traced
+    // program never had).
+    const char* name_arg = nullptr;
+    const char* path = nullptr;
     for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--allocator" && i + 1 < argc) name = argv[++i];
-        else if (a.rfind("--allocator=", 0) == 0) name = a.substr(12);
+        const std::string_view a = argv[i];
+        if (a == "--allocator" && i + 1 < argc) name_arg = argv[++i];
+        else if (a.rfind("--allocator=", 0) == 0) name_arg = argv[i] + 12;
         else if (a == "--help" || a == "-h") return usage(), 0;
         else if (!a.empty() && a[0] == '-') return usage();
-        else if (path.empty()) path = a;
+        else if (!path) path = argv[i];
         else return usage();
     }
-    if (name.empty() || path.empty()) return usage();
+    if (!name_arg || !*name_arg || !path || !*path) return usage();
+    const std::string_view name = name_arg;
 
-    const bool is_malloc = name == "glibc" || name == "jemalloc" || name == "mimalloc" || name == "tcmalloc";
-    static const char* const heaps[] = {"pmr",          "kingsley", "quickfit", "velox", "medius", "defero", "lea",
-                                        "lea_deferred", "kingsley_coalescing"};
+    const bool is_allotheque_malloc = name.rfind("malloc-", 0) == 0 && name.size() > 7;
+    const bool is_malloc =
+        is_allotheque_malloc || name == "glibc" || name == "jemalloc" || name == "mimalloc" || name == "tcmalloc";
+    static const char* const heaps[] = {"pmr",    "segregated", "kingsley", "quickfit",     "velox",
+                                        "medius", "defero",     "lea",      "lea_deferred", "kingsley_coalescing"};
     if (!is_malloc && std::find_if(std::begin(heaps), std::end(heaps), [&](const char* h) { return name == h; }) ==
                           std::end(heaps)) {
-        std::fprintf(stderr, "%s: unknown allocator '%s'\n", me, name.c_str());
+        std::fprintf(stderr, "%s: unknown allocator '%s'\n", me, name_arg);
         return usage();
     }
-    std::string library;
-    if (is_malloc) {
+    const char* library = "";
+    if (is_allotheque_malloc) {
+        library = "allotheque";
+        check_allotheque_malloc(name_arg + 7);
+    } else if (is_malloc) {
         library = malloc_library();
-        if (library != name)
-            die("allocator '" + name + "' requested but the active malloc is '" + library +
-                "' (run with LD_PRELOAD of lib" + name + ")");
+        if (name != library)
+            die(std::string("allocator '") + name_arg + "' requested but the active malloc is '" + library +
+                "' (run with LD_PRELOAD of lib" + name_arg + ")");
     }
     if (const long ps = ::sysconf(_SC_PAGESIZE); ps > 0) page_bytes = std::size_t(ps);
 
-    const loaded_plan plan = load_plan(path.c_str());
+    const loaded_plan plan = load_plan(path);
     touch_limit = plan.header.touch_limit;
     // The replay writes every page it gets: a trace whose live bytes exceed
     // this machine's memory would only summon the OOM killer (some mallocs
@@ -394,14 +453,16 @@ int main(int argc, char** argv) {
     auto* slots = static_cast<slot_entry*>(map_populated(std::size_t(plan.header.slots) * sizeof(slot_entry)));
 
     using namespace allotheque;
-    if (is_malloc) return run<malloc_backend>(plan, slots, name, library);
-    if (name == "pmr") return run<pmr_backend>(plan, slots, name, library);
-    if (name == "kingsley") return run<heap_backend<kingsley_heap<>>>(plan, slots, name, library);
-    if (name == "quickfit") return run<heap_backend<quickfit_heap<>>>(plan, slots, name, library);
-    if (name == "velox") return run<heap_backend<velox_heap<>>>(plan, slots, name, library);
-    if (name == "medius") return run<heap_backend<medius_heap<>>>(plan, slots, name, library);
-    if (name == "defero") return run<heap_backend<defero_heap<>>>(plan, slots, name, library);
-    if (name == "lea") return run<heap_backend<lea_heap<>>>(plan, slots, name, library);
-    if (name == "lea_deferred") return run<heap_backend<lea_deferred_heap<>>>(plan, slots, name, library);
-    return run<heap_backend<kingsley_coalescing_heap<>>>(plan, slots, name, library);
+    const char* const n = name_arg;
+    if (is_malloc) return run<malloc_backend>(plan, slots, n, library);
+    if (name == "pmr") return run<pmr_backend>(plan, slots, n, library);
+    if (name == "segregated") return run<heap_backend<segregated_heap<>>>(plan, slots, n, library);
+    if (name == "kingsley") return run<heap_backend<kingsley_heap<>>>(plan, slots, n, library);
+    if (name == "quickfit") return run<heap_backend<quickfit_heap<>>>(plan, slots, n, library);
+    if (name == "velox") return run<heap_backend<velox_heap<>>>(plan, slots, n, library);
+    if (name == "medius") return run<heap_backend<medius_heap<>>>(plan, slots, n, library);
+    if (name == "defero") return run<heap_backend<defero_heap<>>>(plan, slots, n, library);
+    if (name == "lea") return run<heap_backend<lea_heap<>>>(plan, slots, n, library);
+    if (name == "lea_deferred") return run<heap_backend<lea_deferred_heap<>>>(plan, slots, n, library);
+    return run<heap_backend<kingsley_coalescing_heap<>>>(plan, slots, n, library);
 }

@@ -1,6 +1,7 @@
 # Drives `allotheque-trace replay` on synthetic traces (replay_trace_gen) for
 # the ctests of the "replay tests" section of CMakeLists.txt.
-#   cmake -DMODE=all|corrupt|truncated|bad_plan|huge|sparse -DGEN=... -DCLI=... -DWORKER=... -DWORK_DIR=... -P replay_cli.cmake
+#   cmake -DMODE=all|corrupt|truncated|bad_plan|huge|sparse|malloc_rows -DGEN=... -DCLI=... -DWORKER=...
+#         -DWORK_DIR=... [-DMALLOC_LIB_DIR=<build>/src/malloc -DINSTALL_LIBDIR=lib] -P replay_cli.cmake
 file(MAKE_DIRECTORY ${WORK_DIR})
 set(trace ${WORK_DIR}/${MODE}.atq)
 
@@ -26,32 +27,58 @@ if(MODE STREQUAL "all")
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   message("${out}${err}")
   expect_exit("${rc}" 0 "${out}${err}")
-  foreach(a glibc jemalloc mimalloc tcmalloc pmr kingsley quickfit velox medius defero lea lea_deferred
-            kingsley_coalescing)
-    # A ranked row: "| <rank> | <name> | <time> |"; a baseline whose library
-    # is not installed may be skipped, nothing may fail.
-    if(out MATCHES "\\| [0-9]+ +\\| ${a} +\\| +[0-9.]+ \\|")
+  set(rows glibc jemalloc mimalloc tcmalloc malloc-segregated malloc-quickfit malloc-kingsley malloc-velox
+           malloc-medius malloc-lea pmr segregated kingsley quickfit velox medius defero lea lea_deferred
+           kingsley_coalescing)
+  foreach(a IN LISTS rows)
+    # A ranked row: "| <rank> | <name> | <kind> | <time> |"; a malloc library
+    # that is not installed (the peers) or not built (ours) may be skipped,
+    # with the reason; nothing may fail.
+    if(out MATCHES "\\| [0-9]+ +\\| ${a} +\\| [a-z:. -]+ \\| +[0-9.]+ \\|")
       continue()
     endif()
     if(a MATCHES "^(jemalloc|mimalloc|tcmalloc)$" AND out MATCHES "\\| ${a} +\\|[^\n]*skipped: lib${a} is not installed")
       continue()
     endif()
+    if(a MATCHES "^malloc-" AND out MATCHES "\\| ${a} +\\|[^\n]*skipped: liballotheque_malloc_[a-z]+\\.so not found")
+      continue()
+    endif()
     message(FATAL_ERROR "no result row for allocator '${a}'")
   endforeach()
+  # Each row says what it is.
+  if(NOT out MATCHES "\\| velox +\\| header-only heap +\\|" OR NOT out MATCHES "\\| glibc +\\| system malloc +\\|")
+    message(FATAL_ERROR "the kind column does not tell a header-only heap from a malloc")
+  endif()
   expect_contains("${out}" "recommended: ")
   expect_contains("${out}" "fastest: ")
   expect_contains("${out}" "leanest: ")
+  expect_contains("${out}" "to use ")
   if(NOT EXISTS ${json})
     message(FATAL_ERROR "--json did not write ${json}")
   endif()
   file(READ ${json} j)
   string(JSON n LENGTH "${j}" results)
-  if(NOT n EQUAL 13)
-    message(FATAL_ERROR "${json} has ${n} results, expected 13")
+  list(LENGTH rows want)
+  if(NOT n EQUAL want)
+    message(FATAL_ERROR "${json} has ${n} results, expected ${want}")
   endif()
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${j}" results ${i} allocator)
+    string(JSON kind GET "${j}" results ${i} kind)
+    if(name MATCHES "^malloc-" AND NOT kind STREQUAL "allotheque-malloc"
+       OR name STREQUAL "velox" AND NOT kind STREQUAL "header-only-heap")
+      message(FATAL_ERROR "${json}: ${name} is of kind ${kind}")
+    endif()
+  endforeach()
   string(JSON balanced GET "${j}" recommendation balanced)
   if(balanced STREQUAL "")
     message(FATAL_ERROR "${json} has no recommendation")
+  endif()
+  string(JSON used GET "${j}" recommendation use allocator)
+  string(JSON use_text LENGTH "${j}" recommendation use text)
+  if(NOT used STREQUAL balanced OR use_text LESS 1)
+    message(FATAL_ERROR "${json}: the recommendation's use is for '${used}', not '${balanced}', or says nothing")
   endif()
   string(JSON hinted GET "${j}" hinted)
   if(hinted LESS 1000)
@@ -96,6 +123,11 @@ elseif(MODE STREQUAL "bad_plan")
   expect_contains("${err}" "active malloc is 'glibc'")
   execute_process(COMMAND ${WORKER} --allocator nonsense ${trace} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   expect_exit("${rc}" 2 "${out}${err}")
+  # A malloc-<heap> row without that allotheque malloc preloaded.
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=LD_PRELOAD ${WORKER} --allocator malloc-velox ${trace}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  expect_exit("${rc}" 1 "${out}${err}")
+  expect_contains("${err}" "no allotheque malloc is loaded")
   # A kept plan replays by hand; one byte more and it is refused.
   set(plan ${WORK_DIR}/kept.plan)
   execute_process(COMMAND ${CLI} replay --repeat 1 --allocators glibc --keep-plan ${plan} ${trace}
@@ -159,6 +191,95 @@ elseif(MODE STREQUAL "sparse")
   execute_process(COMMAND ${CLI} replay --touch-limit 12Q ${trace} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   expect_exit("${rc}" 2 "${out}${err}")
   expect_contains("${err}" "--touch-limit")
+elseif(MODE STREQUAL "malloc_rows")
+  # Where the malloc rows' libraries come from, and what happens without them.
+  execute_process(COMMAND ${GEN} ${trace} RESULT_VARIABLE rc)
+  expect_exit("${rc}" 0 "generator failed")
+  set(json ${WORK_DIR}/malloc_rows.json)
+  # ALLOTHEQUE_MALLOC_LIB_DIR naming a directory without them: skipped rows
+  # that say why, the others ranked, exit 0.
+  file(MAKE_DIRECTORY ${WORK_DIR}/no-libs)
+  file(REMOVE ${json})
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env ALLOTHEQUE_MALLOC_LIB_DIR=${WORK_DIR}/no-libs
+                          ${CLI} replay --repeat 1 --allocators glibc,malloc-velox,velox,malloc-lea --json ${json} ${trace}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message("${out}${err}")
+  expect_exit("${rc}" 0 "${out}${err}")
+  expect_contains("${out}" "skipped: liballotheque_malloc_velox.so is not in $ALLOTHEQUE_MALLOC_LIB_DIR (${WORK_DIR}/no-libs)")
+  expect_contains("${out}" "skipped: liballotheque_malloc_lea.so is not in $ALLOTHEQUE_MALLOC_LIB_DIR")
+  expect_contains("${out}" "recommended: ")
+  file(READ ${json} j)
+  foreach(i 0 1 2 3)
+    string(JSON name GET "${j}" results ${i} allocator)
+    string(JSON status GET "${j}" results ${i} status)
+    if(name MATCHES "^malloc-" AND NOT status STREQUAL "skipped" OR NOT name MATCHES "^malloc-" AND NOT status STREQUAL "ok")
+      message(FATAL_ERROR "${json}: ${name} is ${status}")
+    endif()
+  endforeach()
+  # Only malloc rows asked for, none found: nothing replayed, exit 1.
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env ALLOTHEQUE_MALLOC_LIB_DIR=${WORK_DIR}/no-libs
+                          ${CLI} replay --repeat 1 --allocators malloc-velox ${trace}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  expect_exit("${rc}" 1 "${out}${err}")
+  expect_contains("${err}" "no allocator could replay the trace")
+  if(MALLOC_LIB_DIR)
+    # Found by default next to the build tree (the tool is <build>/tools/,
+    # the libraries <build>/src/malloc/), by the override too, and the
+    # recommendation for a malloc row is the LD_PRELOAD line of that file.
+    file(REAL_PATH ${MALLOC_LIB_DIR}/liballotheque_malloc_kingsley.so lib)
+    foreach(how default override)
+      if(how STREQUAL "default")
+        set(env --unset=ALLOTHEQUE_MALLOC_LIB_DIR)
+      else()
+        set(env ALLOTHEQUE_MALLOC_LIB_DIR=${MALLOC_LIB_DIR})
+      endif()
+      file(REMOVE ${json})
+      execute_process(COMMAND ${CMAKE_COMMAND} -E env ${env} ${CLI} replay --repeat 1 --allocators malloc-kingsley
+                              --json ${json} ${trace}
+                      RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+      message("${out}${err}")
+      expect_exit("${rc}" 0 "${out}${err}")
+      expect_contains("${out}" "to use malloc-kingsley:")
+      expect_contains("${out}" "  LD_PRELOAD=${lib} ")
+      file(READ ${json} j)
+      string(JSON used GET "${j}" results 0 library)
+      string(JSON preload GET "${j}" recommendation use preload)
+      if(NOT used STREQUAL lib OR NOT preload MATCHES "^LD_PRELOAD=${lib} ")
+        message(FATAL_ERROR "${how}: replayed ${used}, recommends '${preload}'; expected ${lib}")
+      endif()
+    endforeach()
+    # An install: <prefix>/bin/allotheque-trace finds <prefix>/<libdir>/,
+    # wherever the prefix was moved to (here: a copy of the tool and worker).
+    set(prefix ${WORK_DIR}/prefix)
+    file(REMOVE_RECURSE ${prefix})
+    file(COPY ${CLI} ${WORKER} DESTINATION ${prefix}/bin)
+    file(COPY ${lib} DESTINATION ${prefix}/${INSTALL_LIBDIR})
+    get_filename_component(cli_name ${CLI} NAME)
+    file(REAL_PATH ${prefix}/${INSTALL_LIBDIR}/liballotheque_malloc_kingsley.so installed)
+    file(REMOVE ${json})
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=ALLOTHEQUE_MALLOC_LIB_DIR --unset=ALLOTHEQUE_REPLAY_WORKER
+                            ${prefix}/bin/${cli_name} replay --repeat 1 --allocators malloc-kingsley --json ${json} ${trace}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    expect_exit("${rc}" 0 "${out}${err}")
+    expect_contains("${out}" "  LD_PRELOAD=${installed} ")
+    file(READ ${json} j)
+    string(JSON used GET "${j}" results 0 library)
+    if(NOT used STREQUAL installed)
+      message(FATAL_ERROR "the installed tool replayed ${used}, not ${installed}")
+    endif()
+    # The worker refuses another allotheque malloc than the row's.
+    execute_process(COMMAND ${CLI} replay --repeat 1 --allocators glibc --keep-plan ${WORK_DIR}/kept.plan ${trace}
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    expect_exit("${rc}" 0 "${out}${err}")
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${lib} ${WORKER} --allocator malloc-velox ${WORK_DIR}/kept.plan
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    expect_exit("${rc}" 1 "${out}${err}")
+    expect_contains("${err}" "the preloaded allotheque malloc is 'kingsley'")
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${lib} ${WORKER} --allocator malloc-kingsley ${WORK_DIR}/kept.plan
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    expect_exit("${rc}" 0 "${out}${err}")
+    expect_contains("${out}" "\"malloc_heap\": \"kingsley\"")
+  endif()
 else()
   message(FATAL_ERROR "unknown MODE '${MODE}'")
 endif()
