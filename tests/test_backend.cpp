@@ -25,7 +25,10 @@
 #include <allotheque/sources/mmap_source.hpp>
 #include <allotheque/sources/sbrk_source.hpp>
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -329,6 +332,50 @@ TEST_CASE("arena_source: consecutive ranges are adjacent, freed ranges reused", 
     s.deallocate(b, 16 * page);
     s.deallocate(c, 8 * page);
     CHECK(al::arena_source::reserved_bytes() >= al::arena_source::handed_out_bytes());
+}
+
+// Under a tight `ulimit -v`, an arena mapped after the system refused a
+// larger one takes half of what it could: with all of it, the page-map
+// leaves and span records mapped beside the arenas found no address space,
+// and a heap with free arena space failed (the malloc's reuse_sizes test, one
+// run in eight, 2026-11-27).
+TEST_CASE("arena_source: near the address-space limit, an arena leaves room beside it", "[backend][sources]") {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        al::arena_source s;
+        // Reservations double up to 1 GiB: after these, the next one tries
+        // 1 GiB first, and is refused below.
+        for (int i = 0; i < 5; ++i)
+            if (!s.allocate(std::size_t{300} << 20, nullptr)) ::_exit(3);
+        // VmSize, read without allocating.
+        char buf[4096];
+        const int fd = ::open("/proc/self/status", O_RDONLY);
+        const ssize_t got = fd >= 0 ? ::read(fd, buf, sizeof buf - 1) : -1;
+        if (got <= 0) ::_exit(4);
+        buf[got] = '\0';
+        const char* v = std::strstr(buf, "VmSize:");
+        if (!v) ::_exit(4);
+        const unsigned long long vm_kib = std::strtoull(v + 7, nullptr, 10);
+        // 130 MiB left: 1 GiB, 512 and 256 MiB are refused, 128 MiB would fit.
+        const rlim_t limit = static_cast<rlim_t>(vm_kib) * 1024 + (rlim_t{130} << 20);
+        const rlimit rl{limit, limit};
+        if (::setrlimit(RLIMIT_AS, &rl) != 0) ::_exit(5);
+        // Take the free arena space until a new arena is reserved, under the limit.
+        for (;;) {
+            const std::size_t before = al::arena_source::reserved_bytes();
+            if (!s.allocate(std::size_t{8} << 20, nullptr)) ::_exit(2);
+            if (al::arena_source::reserved_bytes() != before) break;
+        }
+        // What a heap maps beside its arenas (page-map leaves, records).
+        void* m = ::mmap(nullptr, std::size_t{16} << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        ::_exit(m == MAP_FAILED ? 1 : 0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    INFO("child exit status (1: nothing left beside the arena; 2-5: set-up failed)");
+    CHECK(WEXITSTATUS(status) == 0);
 }
 
 // The reason for arena_source: heaps refilling on several threads while other

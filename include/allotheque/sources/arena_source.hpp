@@ -141,6 +141,7 @@ private:
             }
             std::size_t size = next_size > n ? next_size : exact;
             void* m = MAP_FAILED;
+            bool refused = false;
             for (;;) {
                 // An arena sized for one request is mapped as the C library
                 // would map that block, so the kernel's overcommit policy
@@ -149,12 +150,25 @@ private:
                 const int noreserve = size > exact ? MAP_NORESERVE : 0;
                 m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | noreserve, -1, 0);
                 if (m != MAP_FAILED || size <= n) break;
+                refused = true;
                 size = detail::round_up(size / 2 > n ? size / 2 : n, detail::page_size);
             }
             if (m == MAP_FAILED) {
                 records.recycle(f);
                 records.recycle(a);
                 return false;
+            }
+            // Refused first: the address space is nearly all taken (a tight
+            // `ulimit -v`). An arena of all that is left would leave nothing
+            // for what is mapped beside the arenas (page-map leaves, span
+            // records), and a heap with free arena space could then fail to
+            // use it: keep half, at least the request.
+            if (refused && size > exact) {
+                const std::size_t keep = detail::round_up(size / 2 > exact ? size / 2 : exact, detail::page_size);
+                if (keep < size) {
+                    ::munmap(static_cast<std::byte*>(m) + keep, size - keep);
+                    size = keep;
+                }
             }
             if (next_size < max_arena) next_size *= 2;
             a->base = static_cast<std::byte*>(m);
