@@ -10,15 +10,20 @@
 
 namespace allotheque::detail {
 
-inline void write_err(const char* s) noexcept {
-    std::size_t n = 0;
-    while (s[n]) ++n;
+// n bytes to a file descriptor, through short writes; gives up on an error.
+inline void write_all(int fd, const char* s, std::size_t n) noexcept {
     while (n > 0) {
-        const ssize_t w = ::write(2, s, n);
+        const ssize_t w = ::write(fd, s, n);
         if (w <= 0) return;
         s += w;
         n -= static_cast<std::size_t>(w);
     }
+}
+
+inline void write_err(const char* s) noexcept {
+    std::size_t n = 0;
+    while (s[n]) ++n;
+    write_all(2, s, n);
 }
 
 // "<who>: <what>[ in <where>]: 0x<pointer>" and abort().

@@ -4,9 +4,10 @@
 // stack and written when the buffer fills and at the end.
 #pragma once
 #include <stdio.h>
-#include <unistd.h>
 
 #include <cstddef>
+
+#include <allotheque/detail/fail.hpp>
 
 namespace allotheque::detail {
 
@@ -39,17 +40,10 @@ public:
     }
 
     void flush() noexcept {
-        const char* p = buf_;
         if (file_) {
-            if (n_) ::fwrite(p, 1, n_, file_);
-            n_ = 0;
-            return;
-        }
-        while (n_ > 0) {
-            const ssize_t w = ::write(fd_, p, n_);
-            if (w <= 0) break;
-            p += w;
-            n_ -= static_cast<std::size_t>(w);
+            if (n_) ::fwrite(buf_, 1, n_, file_);
+        } else {
+            write_all(fd_, buf_, n_);
         }
         n_ = 0;
     }

@@ -44,8 +44,11 @@ template <class D>
 // neighbouring size. Rounded to the segregated heap's classes (at most a
 // quarter of the block lost above 128 B), they are a few dozen sizes, each
 // reused by every request that rounds to it. Large blocks stay exact.
+// A declaration's base: `struct d : segregated_rounding<H> { name }` is heap
+// H with that rounding.
 template <class Heap>
 struct segregated_rounding {
+    using heap = Heap;
     static constexpr std::size_t request_size(std::size_t n) noexcept {
         return n <= Heap::options::large_threshold ? segregated_partition<>::round_size(n) : n;
     }

@@ -38,13 +38,11 @@ inline constexpr heap_config velox_malloc_config = [] {
     return c;
 }();
 struct velox : segregated_rounding<velox_heap<arena_source, configured<velox_malloc_config>>> {
-    using heap = velox_heap<arena_source, configured<velox_malloc_config>>;
     static constexpr const char* name = "velox";
 };
 
 // The same on page classes.
 struct medius : segregated_rounding<medius_heap<arena_source, malloc_options>> {
-    using heap = medius_heap<arena_source, malloc_options>;
     static constexpr const char* name = "medius";
 };
 
