@@ -1,7 +1,9 @@
 // hash_table keeps the last free aside (containers/hash_table.hpp) when its
 // predicate takes the last free (match_last_first) and its classes return the
-// chunk freed last, and it serves a run of one size in one class from its
-// front. Neither may change placement: the same operations on the same layout
+// chunk freed last, and it serves each size's run in one class from that
+// size's front entry (also when the search would pass over the hint's class
+// and the class used last to the lowest class holding the size, where the
+// entry says so). Neither may change placement: the same operations on the same layout
 // give the same chunks as a table that links every free at once and always
 // searches.
 // Two tables, one of each, run random allocations (with and without hints),
@@ -166,8 +168,15 @@ void same_placement(unsigned seed, std::size_t ops) {
             const bool run = recent.has_value() && live.count(*recent) && rng() % 3 == 0;
             const std::size_t s = run ? chunk_size(*recent) : sizes[rng() % sizes.size()];
             const bool hinted = run || rng() % 10 < 7;
-            // Hints near live blocks mostly (what "near the previous one" gives).
-            const std::size_t hint_off = run ? *recent : !live.empty() && rng() % 2 ? random_live() : rng() % region;
+            // Hints near live blocks mostly (what "near the previous one" gives),
+            // and a quarter of the others at the block allocated before, of
+            // another size (what a malloc's hint is under mixed sizes: on
+            // Medius' one-size pages its class lacks the size, and the search
+            // walks to the lowest class holding it, where the entry points).
+            const bool previous = recent.has_value() && rng() % 4 == 0;
+            const std::size_t hint_off = run || previous ? *recent
+                                         : !live.empty() && rng() % 2 ? random_live()
+                                                                      : rng() % region;
             al::request ra{s, hinted ? a.at(hint_off) : nullptr};
             al::request rb{s, hinted ? b.at(hint_off) : nullptr};
             std::byte* p = Held::allocate(a.h, ra);

@@ -38,6 +38,9 @@ struct address_bits {
     static value_type of_chunk(const std::byte* p, std::size_t) noexcept { return of_address(detail::address_of(p)); }
     template <request_like R>
     static value_type of_request(const R& r) noexcept { return of_address(detail::address_of(r.hint)); }
+    // The request's class is the hint's: with no hint there is none (a
+    // container then goes to its fallbacks; address 0's class is not asked for).
+    static constexpr bool target_is_hint = true;
 };
 
 template <unsigned K>

@@ -64,20 +64,38 @@ struct hash_table {
         std::size_t n = 0;
         std::size_t i = 0;   // its class
     };
-    // The class and size a run of operations went to last, and that size's
-    // chunks there: an allocation whose target is that class and a free into
-    // it go straight to those chunks (a compare and a push or pop) instead of
-    // finding the class, then the size in it. Only where the search tries the
-    // target's class first (holds_last_free), so the chunk is the one the
-    // search would take, and over classes whose size level offers its chunks
-    // (list::has_front). Every slow allocation or free aims it at the class
-    // and size it used (an allocation that handed out the size's host leaves
-    // it empty); a class emptied or drained clears it.
+    // Per chunk size, the class a run of operations of that size went to last
+    // and that size's chunks there: an allocation whose target is that class
+    // and a free into it go straight to those chunks (a compare and a push or
+    // pop) instead of finding the class, then the size in it. One entry per
+    // size (a direct-mapped table by size), so that interleaved sizes (a
+    // batch of 32..64 B objects, nodes of two types) each keep theirs. Only
+    // where the search tries the target's class first (holds_last_free), so
+    // the chunk is the one the search would take, and over classes whose size
+    // level offers its chunks (list::has_front). Every slow allocation or free
+    // aims its size's entry at the class it used (an allocation that handed
+    // out the size's host clears it: the chunks lived in the host); a class
+    // drained or a chunk removed clears them all.
+    //
+    // An entry also knows when its class is where the search's last resort
+    // (the lowest class holding the size, from the directory) ends for its
+    // size: set by a walk that ended there, and true while every free of the
+    // size goes to that class (any other rewrites the entry). An allocation
+    // whose target and last classes the directory says lack the size would
+    // walk to that class: it pops there at once. Medius' pages hold one size
+    // each, so "the previous allocation's page" lacks any other size, and
+    // mixed sizes took the walk on four allocations in five.
     static constexpr bool has_front = holds_last_free && requires { requires Nested::has_front; };
-    struct front_cache {
+    // 32 bytes, so that finding a size's entry is a mask and a shift.
+    struct alignas(32) front_entry {
         std::size_t i = npos;
         std::size_t n = 0;
         void* chunks = nullptr;   // Nested::front_header*
+        bool lowest = false;      // i is the lowest class holding size n
+    };
+    static constexpr std::size_t front_slots = 128;
+    struct front_cache {
+        front_entry of[front_slots]{};
     };
     struct header_type {
         index_type classes;
@@ -128,7 +146,7 @@ struct hash_table {
         handle none() const noexcept { return npos; }
         handle first() const noexcept { return h.classes.first(); }
         handle next(handle i) const noexcept { return h.classes.next(i); }
-        handle lookup(value_type i) const noexcept { return h.classes.contains(i) ? i : npos; }
+        handle lookup(value_type i) const noexcept { return i != npos && h.classes.contains(i) ? i : npos; }
         value_type value(handle i) const noexcept { return i; }
         handle last() const noexcept { return h.last != npos && h.classes.contains(h.last) ? h.last : npos; }
         // Classes are ordered by index: the bitmap finds the first non-empty one from v.
@@ -145,7 +163,14 @@ struct hash_table {
             this->h.sizes.forget(size, i);
             return candidate(i + 1);
         }
-        void walk_ended(std::size_t) const noexcept {}
+        // The walk's class is the lowest holding the size: the size's front
+        // entry, which the attempt has just aimed there, says so.
+        void walk_ended(std::size_t i) const noexcept {
+            if constexpr (has_front) {
+                front_entry& e = front_of(this->h, size);
+                if (i != npos && e.i == i && e.n == size) e.lowest = true;
+            }
+        }
 
     private:
         std::size_t candidate(std::size_t from) const noexcept {
@@ -154,16 +179,35 @@ struct hash_table {
         }
     };
 
+    // With a front, forced inline: the fast path is a few instructions, and
+    // left to the compiler's choice the front's test tipped it out of line
+    // (a call and register saves on every Velox malloc). Without one (Lea's
+    // size bins) the compiler keeps its choice.
     template <request_like R>
-    static std::byte* allocate(header_type& h, const R& r) noexcept {
+    [[gnu::always_inline]] static std::byte* allocate(header_type& h, const R& r) noexcept
+        requires has_front
+    {
         if constexpr (holds_last_free)
             if (h.held.p) return allocate_holding(h, r);
-        if constexpr (has_front)
-            if (h.front.n == r.size && h.front.i == request_class(r)) [[likely]]
-                if (std::byte* p = Nested::front_pop(front_chunks(h), r)) {
-                    h.last = h.front.i;
-                    return p;
-                }
+        {
+            const front_entry& e = front_of(h, r.size);
+            if (e.n == r.size) [[likely]] {
+                const std::size_t t = target_class(h, r);
+                if (e.i == t || walk_would_end_at(h, e, t)) [[likely]]
+                    if (std::byte* p = Nested::front_pop(chunks_of(e), r)) {
+                        h.last = e.i;
+                        return p;
+                    }
+            }
+        }
+        return search_classes(h, r);
+    }
+    template <request_like R>
+    static std::byte* allocate(header_type& h, const R& r) noexcept
+        requires(!has_front)
+    {
+        if constexpr (holds_last_free)
+            if (h.held.p) return allocate_holding(h, r);
         return search_classes(h, r);
     }
 
@@ -174,7 +218,7 @@ private:
             if constexpr (directed) return directed_cursor{{h}, r.size};
             else return cursor{h};
         }();
-        return search<Pred>(c, request_class(r),
+        return search<Pred>(c, target_class(h, r),
                             [&](std::size_t i) noexcept -> std::byte* { return take_from(h, i, r); });
     }
     // Out of line, so that the search above stays inlined where allocate is
@@ -186,8 +230,8 @@ private:
         if (h.held.n == r.size) {
             // The search's own order: the target's class (where the held chunk
             // would be on top if t == i), then the class used last.
-            const std::size_t t = request_class(r);
-            if (t != i && h.classes.contains(t))
+            const std::size_t t = target_class(h, r);
+            if (t != i && t != npos && h.classes.contains(t))
                 if (std::byte* q = take_from(h, t, r)) return q;
             if (t == i || h.last == i) {
                 h.held.p = nullptr;
@@ -214,7 +258,7 @@ public:
         const std::size_t i = class_of(Attr::of_chunk(p, n));
         auto& nested = *h.classes.find(i);
         Nested::remove(nested, p, n);
-        if constexpr (has_front) h.front = {};   // the size's class may be gone
+        if constexpr (has_front) forget_fronts(h);   // the size's class may be gone
         if (Nested::empty(nested)) h.classes.release(i);
     }
 
@@ -250,6 +294,8 @@ public:
     // One class lookup per run of consecutive chunks that share a class.
     static void deallocate_run(header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
         settle(h);
+        // The run may land below the class an entry of n's calls lowest.
+        if constexpr (has_front) front_of(h, n) = {};
         while (count > 0) {
             const std::size_t k =
                 same_class_run(ps, count, [n](std::byte* p) { return class_of(Attr::of_chunk(p, n)); });
@@ -290,13 +336,15 @@ private:
     [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept {
         if constexpr (holds_last_free) {
             settle(h);
-            if constexpr (has_front)
-                if (h.front.i == i && h.front.n == n) [[likely]] {
+            if constexpr (has_front) {
+                const front_entry& e = front_of(h, n);
+                if (e.i == i && e.n == n) [[likely]] {
                     // The class holds the size, so the directory has its bit.
-                    Nested::front_push(front_chunks(h), p, n);
+                    Nested::front_push(chunks_of(e), p, n);
                     h.last = i;
                     return;
                 }
+            }
             // Held only where linking would create the class (which the next
             // allocation, in churn, empties again); into a class that exists,
             // the free links at once.
@@ -314,15 +362,40 @@ private:
         if constexpr (has_front) {
             typename Nested::front_header* chunks = nullptr;
             Nested::deallocate(nested, p, n, &chunks);
-            h.front = {i, n, chunks};
+            front_of(h, n) = {i, n, chunks};
         } else {
             Nested::deallocate(nested, p, n);
         }
     }
-    static auto& front_chunks(header_type& h) noexcept
+    [[gnu::always_inline]] static front_entry& front_of(header_type& h, std::size_t n) noexcept
         requires has_front
     {
-        return *static_cast<typename Nested::front_header*>(h.front.chunks);
+        const std::size_t offset = (n & ((front_slots - 1) << 3)) << 2;   // (n / 8 % front_slots) * 32
+        return *reinterpret_cast<front_entry*>(reinterpret_cast<std::byte*>(h.front.of) + offset);
+    }
+    [[gnu::always_inline]] static auto& chunks_of(const front_entry& e) noexcept
+        requires has_front
+    {
+        return *static_cast<typename Nested::front_header*>(e.chunks);
+    }
+    // Whether the search for e's size from target t would pass over t and the
+    // class used last and walk to e's class (see front_entry::lowest). Out of
+    // line: an allocation in its target's class is the fast path.
+    [[gnu::noinline]] static bool walk_would_end_at(const header_type& h, const front_entry& e,
+                                                    std::size_t t) noexcept
+        requires has_front
+    {
+        if constexpr (directed) {
+            auto lacks = [&](std::size_t c) { return c == npos || !h.sizes.may_hold(e.n, c); };
+            return e.lowest && lacks(t) && (h.last == t || h.last == e.i || lacks(h.last));
+        } else {
+            return false;
+        }
+    }
+    static void forget_fronts(header_type& h) noexcept
+        requires has_front
+    {
+        for (front_entry& e : h.front.of) e = {};
     }
     // Links the held chunk in, if there is one, before an operation that
     // reads the classes as they are (a free settles first too).
@@ -336,6 +409,17 @@ private:
         link(h, h.classes.obtain(h.held.i), h.held.p, h.held.n, h.held.i);
         h.held.p = nullptr;
     }
+    // The class the search tries first. A request with no hint has no class of
+    // its own over the hint's address bits: it goes where the search would go
+    // next, the class used last (npos if none, which no lookup finds).
+    // Without this, its target would be the class of address 0, which over
+    // SK-bits (Medius) is a real class: every 2^(S+K)-aligned page.
+    template <request_like R>
+    [[gnu::always_inline]] static std::size_t target_class(const header_type& h, const R& r) noexcept {
+        if constexpr (requires { requires Attr::target_is_hint; })
+            if (!r.hint) return h.last;
+        return request_class(r);
+    }
     template <request_like R>
     static constexpr std::size_t request_class(const R& r) noexcept {
         if constexpr (size_attribute<Attr> && requires { r.class_index; }) return r.class_index;
@@ -343,7 +427,7 @@ private:
     }
     static void forget_search_state(header_type& h) noexcept {
         h.last = npos;
-        if constexpr (has_front) h.front = {};
+        if constexpr (has_front) forget_fronts(h);
         if constexpr (directed) h.sizes.clear();
     }
     template <request_like R>
@@ -354,9 +438,10 @@ private:
             typename Nested::front_header* chunks = nullptr;
             p = Nested::allocate(nested, r, &chunks);
             if (!p) return nullptr;
-            // No chunks reported: the size's host went out; if that emptied
-            // the class, the front is clear before the class is released.
-            h.front = chunks ? front_cache{i, r.size, chunks} : front_cache{};
+            // No chunks reported: the size's host went out, and its chunks
+            // with it (the entry may name another class or size sharing the
+            // slot: clearing it only costs that one a search).
+            front_of(h, r.size) = chunks ? front_entry{i, r.size, chunks} : front_entry{};
         } else {
             p = Nested::allocate(nested, r);
             if (!p) return nullptr;

@@ -77,6 +77,14 @@ public:
         if (!indexed(size)) return;
         if (leaf* l = find_leaf(cls >> leaf_bits)) bitmap(l->bits[size / step]).reset(cls & (leaf_classes - 1));
     }
+    // False only when class `cls` certainly holds no chunk of `size`.
+    bool may_hold(std::size_t size, std::size_t cls) const noexcept {
+        if (!vouches(size)) return true;
+        const leaf* l = find_leaf(cls >> leaf_bits);
+        if (!l) return false;
+        const std::size_t j = cls & (leaf_classes - 1);
+        return (l->bits[size / step][j >> 6] >> (j & 63)) & 1u;
+    }
     // Whether next() can be trusted for this size (else the caller walks).
     bool vouches(std::size_t size) const noexcept { return complete_ && indexed(size); }
 
