@@ -155,8 +155,14 @@ struct hash_table {
     // The walk visits only the classes the directory says may hold the size;
     // a class that could not serve loses its bit. Sizes the directory does not
     // vouch for are walked over every non-empty class.
+    //
+    // The target's and the last-used class pass the same guide: a class the
+    // directory says lacks the size is no class to try (looking for the size
+    // in it would walk its whole size list to fail).
     struct directed_cursor : cursor {
         std::size_t size;
+        std::size_t lookup(std::size_t i) const noexcept { return may_serve(cursor::lookup(i)); }
+        std::size_t last() const noexcept { return may_serve(cursor::last()); }
         std::size_t walk_start() const noexcept { return candidate(0); }
         std::size_t walk_next(std::size_t i) const noexcept {
             if (!this->h.sizes.vouches(size)) return this->next(i);
@@ -173,33 +179,56 @@ struct hash_table {
         }
 
     private:
+        std::size_t may_serve(std::size_t i) const noexcept {
+            return i != npos && this->h.sizes.may_hold(size, i) ? i : npos;
+        }
         std::size_t candidate(std::size_t from) const noexcept {
             if (!this->h.sizes.vouches(size)) return this->lower_bound(from);
             return this->h.sizes.next_present(size, from, [&](std::size_t i) { return this->h.classes.contains(i); });
         }
     };
 
-    // With a front, forced inline: the fast path is a few instructions, and
-    // left to the compiler's choice the front's test tipped it out of line
-    // (a call and register saves on every Velox malloc). Without one (Lea's
-    // size bins) the compiler keeps its choice.
+    // With a front, the fast path is a compare and a pop (try_allocate_fast),
+    // forced inline, and everything else one call out of line: inlined, the
+    // search's register pressure made every Velox malloc save six registers.
+    // Without a front (Lea's size bins) the compiler keeps its choice.
     template <request_like R>
     [[gnu::always_inline]] static std::byte* allocate(header_type& h, const R& r) noexcept
         requires has_front
     {
-        if constexpr (holds_last_free)
-            if (h.held.p) return allocate_holding(h, r);
-        {
-            const front_entry& e = front_of(h, r.size);
-            if (e.n == r.size) [[likely]] {
-                const std::size_t t = target_class(h, r);
-                if (e.i == t || walk_would_end_at(h, e, t)) [[likely]]
-                    if (std::byte* p = Nested::front_pop(chunks_of(e), r)) {
-                        h.last = e.i;
-                        return p;
-                    }
-            }
-        }
+        if (std::byte* p = try_allocate_fast(h, r)) [[likely]] return p;
+        return allocate_missed(h, r);
+    }
+    // The request's size entry names its target class, or the class where
+    // the search's walk would end: a pop there, which is the chunk the search
+    // would take. Else nullptr, nothing changed.
+    template <request_like R>
+    [[gnu::always_inline]] static std::byte* try_allocate_fast(header_type& h, const R& r) noexcept
+        requires has_front
+    {
+        if (h.held.p) return nullptr;
+        const front_entry& e = front_of(h, r.size);
+        if (e.n != r.size) return nullptr;
+        if (const std::size_t t = target_class(h, r); e.i != t && !walk_would_end_at<true>(h, e, t)) return nullptr;
+        std::byte* p = Nested::front_pop(chunks_of(e), r);
+        if (p) h.last = e.i;
+        return p;
+    }
+    // What the front could not serve: the held chunk, an entry at the walk's
+    // end that the fast path could not tell, or the search. Out of line, so
+    // that the fast path, inlined into every caller, saves no registers.
+    template <request_like R>
+    [[gnu::noinline]] static std::byte* allocate_missed(header_type& h, const R& r) noexcept
+        requires has_front
+    {
+        if (h.held.p) return allocate_holding(h, r);
+        const front_entry& e = front_of(h, r.size);
+        if (e.n == r.size)
+            if (const std::size_t t = target_class(h, r); e.i != t && walk_would_end_at<false>(h, e, t))
+                if (std::byte* p = Nested::front_pop(chunks_of(e), r)) {
+                    h.last = e.i;
+                    return p;
+                }
         return search_classes(h, r);
     }
     template <request_like R>
@@ -333,13 +362,37 @@ public:
     }
 
 private:
-    [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept {
+    // With a front, a free into its size's entry is a compare and a push,
+    // inline; the rest is one call (inlined, its register pressure made
+    // every free save six registers).
+    [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept
+        requires has_front
+    {
+        const front_entry& e = front_of(h, n);
+        if (!h.held.p && e.i == i && e.n == n) [[likely]] {
+            // The class holds the size, so the directory has its bit.
+            Nested::front_push(chunks_of(e), p, n);
+            h.last = i;
+            return;
+        }
+        put_missed(h, p, n, i);
+    }
+    [[gnu::noinline]] static void put_missed(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept
+        requires has_front
+    {
+        put_slow(h, p, n, i);
+    }
+    [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept
+        requires(!has_front)
+    {
+        put_slow(h, p, n, i);
+    }
+    [[gnu::always_inline]] static void put_slow(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept {
         if constexpr (holds_last_free) {
             settle(h);
             if constexpr (has_front) {
                 const front_entry& e = front_of(h, n);
-                if (e.i == i && e.n == n) [[likely]] {
-                    // The class holds the size, so the directory has its bit.
+                if (e.i == i && e.n == n) {
                     Nested::front_push(chunks_of(e), p, n);
                     h.last = i;
                     return;
@@ -379,18 +432,28 @@ private:
         return *static_cast<typename Nested::front_header*>(e.chunks);
     }
     // Whether the search for e's size from target t would pass over t and the
-    // class used last and walk to e's class (see front_entry::lowest). Out of
-    // line: an allocation in its target's class is the fast path.
-    [[gnu::noinline]] static bool walk_would_end_at(const header_type& h, const front_entry& e,
-                                                    std::size_t t) noexcept
+    // class used last and walk to e's class (see front_entry::lowest). Never
+    // where the directory does not guide the walk (a predicate of one's own
+    // that takes the last free without `guided_walks`). Quick: only what the
+    // directory's cached leaf tells (no search for a leaf), so the fast path
+    // stays free of loops and calls; a false answer is then "cannot tell".
+    template <bool Quick>
+    [[gnu::always_inline]] static bool walk_would_end_at(const header_type& h, const front_entry& e,
+                                                         std::size_t t) noexcept
         requires has_front
     {
-        if constexpr (directed) {
-            auto lacks = [&](std::size_t c) { return c == npos || !h.sizes.may_hold(e.n, c); };
-            return e.lowest && lacks(t) && (h.last == t || h.last == e.i || lacks(h.last));
-        } else {
+        if constexpr (directed)
+            return e.lowest && lacks<Quick>(h, e.n, t) &&
+                   (h.last == t || h.last == e.i || lacks<Quick>(h, e.n, h.last));
+        else
             return false;
-        }
+    }
+    template <bool Quick>
+    [[gnu::always_inline]] static bool lacks(const header_type& h, std::size_t n, std::size_t c) noexcept
+        requires directed
+    {
+        if constexpr (Quick) return c == npos || h.sizes.lacks_in_cached_leaf(n, c);
+        else return c == npos || !h.sizes.may_hold(n, c);
     }
     static void forget_fronts(header_type& h) noexcept
         requires has_front

@@ -65,11 +65,8 @@ public:
     // last and a bit already set cost two compares and one load; the rest is
     // out of line.
     [[gnu::always_inline]] void note(std::size_t size, std::size_t cls) noexcept {
-        if (last_ && last_number_ == (cls >> leaf_bits) && indexed(size)) [[likely]] {
-            const std::size_t j = cls & (leaf_classes - 1);
-            const std::uint64_t w = last_->bits[size / step][j >> 6];
-            if ((w >> (j & 63)) & 1u) return;
-        }
+        if (last_ && last_number_ == (cls >> leaf_bits) && indexed(size)) [[likely]]
+            if (has_bit(*last_, size, cls)) return;
         note_slow(size, cls);
     }
     // A search found class `cls` without a chunk of `size`.
@@ -81,9 +78,13 @@ public:
     bool may_hold(std::size_t size, std::size_t cls) const noexcept {
         if (!vouches(size)) return true;
         const leaf* l = find_leaf(cls >> leaf_bits);
-        if (!l) return false;
-        const std::size_t j = cls & (leaf_classes - 1);
-        return (l->bits[size / step][j >> 6] >> (j & 63)) & 1u;
+        return l && has_bit(*l, size, cls);
+    }
+    // True only when class `cls` certainly holds no chunk of `size` and the
+    // leaf used last says so (no search for another leaf: false is "cannot
+    // tell" as well as "may hold").
+    [[gnu::always_inline]] bool lacks_in_cached_leaf(std::size_t size, std::size_t cls) const noexcept {
+        return last_ && last_number_ == (cls >> leaf_bits) && vouches(size) && !has_bit(*last_, size, cls);
     }
     // Whether next() can be trusted for this size (else the caller walks).
     bool vouches(std::size_t size) const noexcept { return complete_ && indexed(size); }
@@ -130,6 +131,11 @@ private:
         leaf* l;
     };
 
+    // One load and a shift: it sits on every free (note).
+    [[gnu::always_inline]] static bool has_bit(const leaf& l, std::size_t size, std::size_t cls) noexcept {
+        const std::size_t j = cls & (leaf_classes - 1);
+        return (l.bits[size / step][j >> 6] >> (j & 63)) & 1u;
+    }
     std::size_t first_leaf_at_or_after(std::size_t number) const noexcept {
         return static_cast<std::size_t>(
             std::lower_bound(leaves_, leaves_ + used_, number, [](const entry& e, std::size_t n) { return e.number < n; }) -
