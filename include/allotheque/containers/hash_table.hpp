@@ -179,9 +179,7 @@ struct hash_table {
         }
 
     private:
-        std::size_t may_serve(std::size_t i) const noexcept {
-            return i != npos && this->h.sizes.may_hold(size, i) ? i : npos;
-        }
+        std::size_t may_serve(std::size_t i) const noexcept { return lacks<false>(this->h, size, i) ? npos : i; }
         std::size_t candidate(std::size_t from) const noexcept {
             if (!this->h.sizes.vouches(size)) return this->lower_bound(from);
             return this->h.sizes.next_present(size, from, [&](std::size_t i) { return this->h.classes.contains(i); });
@@ -199,6 +197,16 @@ struct hash_table {
         if (std::byte* p = try_allocate_fast(h, r)) [[likely]] return p;
         return allocate_missed(h, r);
     }
+    template <request_like R>
+    static std::byte* allocate(header_type& h, const R& r) noexcept
+        requires(!has_front)
+    {
+        if constexpr (holds_last_free)
+            if (h.held.p) return allocate_holding(h, r);
+        return search_classes(h, r);
+    }
+
+private:
     // The request's size entry names its target class, or the class where
     // the search's walk would end: a pop there, which is the chunk the search
     // would take. Else nullptr, nothing changed.
@@ -210,9 +218,7 @@ struct hash_table {
         const front_entry& e = front_of(h, r.size);
         if (e.n != r.size) return nullptr;
         if (const std::size_t t = target_class(h, r); e.i != t && !walk_would_end_at<true>(h, e, t)) return nullptr;
-        std::byte* p = Nested::front_pop(chunks_of(e), r);
-        if (p) h.last = e.i;
-        return p;
+        return take_front(h, e, r);
     }
     // What the front could not serve: the held chunk, an entry at the walk's
     // end that the fast path could not tell, or the search. Out of line, so
@@ -225,22 +231,18 @@ struct hash_table {
         const front_entry& e = front_of(h, r.size);
         if (e.n == r.size)
             if (const std::size_t t = target_class(h, r); e.i != t && walk_would_end_at<false>(h, e, t))
-                if (std::byte* p = Nested::front_pop(chunks_of(e), r)) {
-                    h.last = e.i;
-                    return p;
-                }
+                if (std::byte* p = take_front(h, e, r)) return p;
         return search_classes(h, r);
     }
+    // A pop from the chunks e names; their class becomes the last used.
     template <request_like R>
-    static std::byte* allocate(header_type& h, const R& r) noexcept
-        requires(!has_front)
+    [[gnu::always_inline]] static std::byte* take_front(header_type& h, const front_entry& e, const R& r) noexcept
+        requires has_front
     {
-        if constexpr (holds_last_free)
-            if (h.held.p) return allocate_holding(h, r);
-        return search_classes(h, r);
+        std::byte* p = Nested::front_pop(chunks_of(e), r);
+        if (p) h.last = e.i;
+        return p;
     }
-
-private:
     template <request_like R>
     [[gnu::always_inline]] static std::byte* search_classes(header_type& h, const R& r) noexcept {
         auto c = [&] {
