@@ -110,7 +110,10 @@ TEMPLATE_TEST_CASE("block_heap: good_size and usable_size cover the request", "[
             REQUIRE(addr(p) % 16 == 0);
             const std::size_t u = H::usable_size(p);
             REQUIRE(u >= g);
-            std::memset(p, 0xab, u);   // every usable byte is writable (ASan checks)
+            // Every usable byte is writable (ASan checks), once opened: past
+            // the size asked for a memory checker keeps the block shut.
+            al::detail::poison::expose(p, u);
+            std::memset(p, 0xab, u);
             live.push_back(p);
             if (live.size() > 64) {
                 h.deallocate(live.front());
@@ -140,6 +143,7 @@ TEMPLATE_TEST_CASE("block_heap: alignment", "[block_heap]", BLOCK_HEAPS) {
                 REQUIRE(addr(p) % std::max<std::size_t>(a, 16) == 0);
                 REQUIRE(H::usable_size(p) >= n);
                 REQUIRE(H::usable_size(p) >= H::good_size(n, a));
+                al::detail::poison::expose(p, H::usable_size(p));   // past the request: shut under a checker
                 std::memset(p, 0x5a, H::usable_size(p));
                 live.emplace_back(p, a);
             }
@@ -309,6 +313,7 @@ TEMPLATE_TEST_CASE("block_heap: a run of adjacent free blocks is merged", "[bloc
         CHECK(ledger.bytes == bytes);
         CHECK(ledger.allocations == allocations);
         CHECK(ledger.refusals == refusals);   // never even asked
+        al::detail::poison::expose(p, H::usable_size(p));   // past the request: shut under a checker
         std::memset(p, 0x11, H::usable_size(p));
         // Splitting the merged block again: 8 blocks of 512 in the same place.
         h.deallocate(p);
@@ -386,6 +391,7 @@ TEST_CASE("block_heap: deferred coalescing", "[block_heap]") {
             CHECK(ledger.bytes == bytes);
             CHECK(ledger.allocations == allocations);
             CHECK(ledger.refusals == refusals);
+            al::detail::poison::expose(p, H::usable_size(p));   // past the request: shut under a checker
             std::memset(p, 0x22, H::usable_size(p));
             h.deallocate(p);
         }

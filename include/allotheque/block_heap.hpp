@@ -38,6 +38,7 @@
 #include <allotheque/containers/adjacency.hpp>
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/detail/fail.hpp>
+#include <allotheque/detail/poison.hpp>
 #include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/heap.hpp>
 #include <allotheque/heap_options.hpp>
@@ -114,6 +115,7 @@ public:
         if (!p) return nullptr;
         if constexpr (locality_aware) last_ = p;
         if (r.zero) std::memset(p, 0, r.size);
+        if constexpr (detail::poison::enabled) detail::poison::handed_out(p, r.size, payload_bytes(p), r.zero);
         return p;
     }
 
@@ -124,6 +126,11 @@ public:
         auto* q = static_cast<std::byte*>(p);
         span* sp = checked_span(q, "deallocate(p)");
         if (sp->state == state::large) return deallocate_large(sp);
+        // Free blocks stay open to a memory checker: splits and merges write
+        // tags anywhere inside them (detail/poison.hpp). checked_span vetted the tag.
+        if constexpr (detail::poison::enabled)
+            if (tags::is_in_use(tags::block_of(q)) && !(tags::head(tags::block_of(q)) & tags::waiting))
+                detail::poison::freed(q, payload_bytes(q), payload_bytes(q));
         P::deallocate(root_, q, free_block_watch());
     }
 
@@ -133,8 +140,7 @@ public:
         const std::byte* q = static_cast<const std::byte*>(p);
         const span* sp = backend::page_map::instance().find(q - tags::payload_offset);
         if (sp && sp->state == state::large) return sp->bytes - sp->chunk;
-        const std::size_t h = tags::head(q - tags::payload_offset);
-        return (h & ~tags::flags) - tags::in_use_overhead;
+        return payload_bytes(q);
     }
 
     // Whether p lies in a span this heap holds; the owner tag of any heap's p.
@@ -161,9 +167,13 @@ public:
             if (!is_large(n)) return false;
             if (!spans_.resize(sp, detail::round_up(sp->chunk + n, detail::page_size))) return false;
             sp->request = n;
+            if constexpr (detail::poison::enabled) detail::poison::expose(q, n);
             return true;
         }
         if (is_large(n)) return false;
+        // A shrink writes a free block's tags into the old tail, and the old
+        // size is not known here: the whole block is opened.
+        if constexpr (detail::poison::enabled) detail::poison::expose(q, payload_bytes(q));
         return P::try_extend(root_, q, P::block_for(n));
     }
 
@@ -222,6 +232,11 @@ private:
     static constexpr std::size_t large_offset(std::size_t a) noexcept { return a > tags::align ? a : tags::align; }
     static constexpr std::size_t large_bytes(std::size_t n, std::size_t a) noexcept {
         return detail::round_up(large_offset(a) + std::max<std::size_t>(n, 1), detail::page_size);
+    }
+
+    // What a block in use may hold: up to the next block's head word.
+    static std::size_t payload_bytes(const std::byte* p) noexcept {
+        return tags::size(p - tags::payload_offset) - tags::in_use_overhead;
     }
 
     template <request_like R>
@@ -302,9 +317,13 @@ private:
         note_held();
         tags::head(tags::block_of(payload)) = offset | tags::in_use | tags::large;
         if (r.zero && sp->dirty) std::memset(payload, 0, sp->bytes - offset);
+        if constexpr (detail::poison::enabled) detail::poison::handed_out(payload, r.size, sp->bytes - offset, r.zero);
         return payload;
     }
-    [[gnu::noinline, gnu::cold]] void deallocate_large(span* sp) noexcept { spans_.close(sp); }
+    [[gnu::noinline, gnu::cold]] void deallocate_large(span* sp) noexcept {
+        if constexpr (detail::poison::enabled) detail::poison::freed(sp->base + sp->chunk, sp->bytes - sp->chunk, 0);
+        spans_.close(sp);
+    }
 
     void note_held() noexcept {
         const backend::pool_stats ps = spans_.pool().stats();

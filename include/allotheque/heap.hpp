@@ -56,6 +56,7 @@
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/detail/fail.hpp>
 #include <allotheque/detail/free_marks.hpp>
+#include <allotheque/detail/poison.hpp>
 #include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/hashes/hash_function.hpp>
 #include <allotheque/heap_options.hpp>
@@ -185,7 +186,7 @@ public:
                 classified<R> q{r};
                 q.size = c.size;
                 q.class_index = c.index;
-                return take(q);
+                return shown(take(q), r, c.size);
             }
         }
         const std::size_t s = good_size(r.size, r.alignment);
@@ -193,7 +194,7 @@ public:
         if (is_large(s, r.alignment)) return allocate_large(s, r.hint, r.alignment, r.zero);
         R q = r;
         q.size = s;
-        return take(q);
+        return shown(take(q), r, s);
     }
 
     // The allocation fast path alone, for a caller with a slow path of its own
@@ -209,7 +210,7 @@ public:
                 q.size = c.size;
                 q.class_index = c.index;
                 std::byte* p = P::allocate(root_, q);
-                return p ? hand_out(p, q) : nullptr;
+                return p ? shown(hand_out(p, q), r, c.size) : nullptr;
             }
         }
         const std::size_t s = good_size(r.size, r.alignment);
@@ -217,7 +218,7 @@ public:
         R q = r;
         q.size = s;
         std::byte* p = P::allocate(root_, q);
-        return p ? hand_out(p, q) : nullptr;
+        return p ? shown(hand_out(p, q), r, s) : nullptr;
     }
 
     // `r` must carry the size (and alignment) given to allocate.
@@ -226,6 +227,7 @@ public:
         if constexpr (classifies) {
             const size_class c = classify_small(r.size);
             if (served_small(r, c)) [[likely]] {
+                if constexpr (detail::poison::enabled) hidden(p, c.size);
                 if constexpr (cfg.free_marks) mark_freed(p);
                 P::deallocate(root_, static_cast<std::byte*>(p), c.size, c.index);
                 released(c.size);
@@ -235,6 +237,7 @@ public:
         const std::size_t s = good_size(r.size, r.alignment);
         if (s == 0) return;   // no allocation can have had this size
         if (is_large(s, r.alignment)) return deallocate_large(static_cast<std::byte*>(p));
+        if constexpr (detail::poison::enabled) hidden(p, s);
         if constexpr (cfg.free_marks) mark_freed(p);
         P::deallocate(root_, static_cast<std::byte*>(p), s);
         released(s);
@@ -250,6 +253,7 @@ public:
     // who checked it is this heap's): what the malloc replacement's free uses.
     [[gnu::always_inline]] inline void deallocate(void* p, span& sp) noexcept {
         if (sp.state == state::large) return deallocate_large(static_cast<std::byte*>(p));
+        if constexpr (detail::poison::enabled) hidden(p, sp.chunk);
         if constexpr (cfg.free_marks) mark_freed(p);
         if constexpr (classifies) P::deallocate(root_, static_cast<std::byte*>(p), sp.chunk, sp.chunk_class);
         else P::deallocate(root_, static_cast<std::byte*>(p), sp.chunk);
@@ -302,11 +306,16 @@ public:
     bool try_resize(void* p, const request& old, std::size_t n) noexcept {
         const std::size_t was = good_size(old.size, old.alignment), now = good_size(n, old.alignment);
         if (was == 0 || now == 0) return false;
-        if (!is_large(was, old.alignment)) return now == was;
+        if (!is_large(was, old.alignment)) {
+            if constexpr (detail::poison::enabled)
+                if (now == was) detail::poison::resized(p, old.size, n, was);
+            return now == was;
+        }
         if (!is_large(now, old.alignment)) return false;
         span* sp = span_of(p, "try_resize(p)");
         if (!spans_.resize(sp, detail::round_up(sp->chunk + now, detail::page_size))) return false;
         sp->request = now;
+        if constexpr (detail::poison::enabled) detail::poison::resized(p, old.size, n, sp->bytes - sp->chunk);
         return true;
     }
 
@@ -325,6 +334,7 @@ public:
                 deallocate_large(static_cast<std::byte*>(ps[i]));
                 continue;
             }
+            if constexpr (detail::poison::enabled) hidden(ps[i], s);
             batch[k++] = static_cast<std::byte*>(ps[i]);
             ++freed;
             if (k == std::size(batch)) {
@@ -398,12 +408,26 @@ private:
     // What every chunk handed out gets, from the partition or a refill.
     template <request_like R>
     [[gnu::always_inline]] inline void* hand_out(std::byte* p, const R& q) noexcept {
+        if constexpr (detail::poison::enabled) detail::poison::expose(p, q.size);   // a free chunk is shut
         if constexpr (locality_aware) last_ = p;
         if constexpr (cfg.free_marks) marks::word(p) = 0;
         if constexpr (counts_live) live_ += q.size;
         if (q.zero) std::memset(p, 0, q.size);
         return p;
     }
+    // What a memory checker is told (detail/poison.hpp): the block r asked for
+    // inside its chunk, after the heap's last write to it...
+    template <request_like R>
+    [[gnu::always_inline]] static void* shown(void* p, const R& r, std::size_t chunk) noexcept {
+        if constexpr (detail::poison::enabled)
+            if (p) detail::poison::handed_out(p, r.size, chunk, r.zero);
+        return p;
+    }
+    // ...and a chunk coming back, before the heap's first read of it. While it
+    // is free, only the words the partition and the double-free mark use stay
+    // open.
+    static constexpr std::size_t link_bytes = cfg.free_marks ? marks::offset + 8 : P::min_chunk;
+    static void hidden(void* p, std::size_t chunk) noexcept { detail::poison::freed(p, chunk, link_bytes); }
 
     // The class of a small request. Sizes past the threshold are clamped, so
     // the class can be computed before the test that decides whether the request
@@ -545,7 +569,11 @@ private:
         const std::size_t to = std::min((std::min(sp->handed + step_for(s), sp->bytes) + s - 1) / s, total);
         sp->handed = to * s;
         if (to == total) forget_reservation(sp);
-        for (std::size_t k = to; k-- > from + 1;) P::deallocate(root_, sp->base + k * s, s);
+        if constexpr (detail::poison::enabled) detail::poison::hide(sp->base + (from + 1) * s, (to - from - 1) * s);
+        for (std::size_t k = to; k-- > from + 1;) {
+            if constexpr (detail::poison::enabled) detail::poison::expose(sp->base + k * s, link_bytes);
+            P::deallocate(root_, sp->base + k * s, s);
+        }
         return sp->base + from * s;
     }
 
@@ -570,12 +598,14 @@ private:
         // there: a block handed out carries no mark, whatever the memory was.
         if constexpr (cfg.free_marks)
             if (sp->dirty) marks::word(payload) = 0;
+        if constexpr (detail::poison::enabled) detail::poison::handed_out(payload, s, sp->bytes - sp->chunk, zero);
         return payload;
     }
     [[gnu::noinline, gnu::cold]] void deallocate_large(std::byte* p) noexcept {
         span* sp = backend::page_map::instance().find(p);
         if (!sp || sp->owner != owner_tag_ || sp->state != state::large || sp->base + sp->chunk != p)
             detail::fail("allotheque::heap", "free of a large block this heap does not hold (double free?)", p);
+        if constexpr (detail::poison::enabled) detail::poison::freed(p, sp->bytes - sp->chunk, 0);
         spans_.close(sp);
     }
 

@@ -137,8 +137,9 @@ deps_check_build() {
   # The trace summary symbolises call sites with addr2line (binutils), and
   # its HTML page is tested in a real browser (whole-suite presets only).
   deps__check_cmd addr2line binutils
+  # The memcheck tests run a program under valgrind (whole-suite presets).
   case "$preset" in
-    dev|clang-dev|release) deps_check_browser ;;
+    dev|clang-dev|release) deps_check_browser; deps__check_cmd valgrind valgrind ;;
   esac
   return 0
 }

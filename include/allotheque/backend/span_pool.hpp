@@ -33,6 +33,7 @@
 #include <allotheque/backend/record_pool.hpp>
 #include <allotheque/backend/span.hpp>
 #include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/poison.hpp>
 #include <allotheque/backend/span_provider.hpp>
 #include <allotheque/heap_options.hpp>
 #include <allotheque/sources/source.hpp>
@@ -114,6 +115,7 @@ public:
         } else {
             free_.shrink_front(next, more);
         }
+        detail::poison::expose(s->end(), more);   // pages a block freed there may have left poisoned
         s->bytes = bytes;
         in_use_ += more;
         return true;
@@ -254,6 +256,8 @@ private:
     void release_region_memory(span& r) noexcept {
         os_bytes_ -= r.bytes;
         returned_ += r.bytes;
+        // The next mapping at these addresses may be anybody's.
+        detail::poison::expose(r.base, r.bytes);
         source_.deallocate(r.base, r.bytes);
     }
     void release_free_regions(std::size_t budget) noexcept {

@@ -33,6 +33,7 @@
 #include <allotheque/backend/span_pool.hpp>
 #include <allotheque/backend/span_provider.hpp>
 #include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/poison.hpp>
 #include <allotheque/heap_options.hpp>
 #include <allotheque/sources/source.hpp>
 
@@ -70,6 +71,7 @@ public:
         held_.push_back(*sp);
         ++count_[index(st)];
         bytes_[index(st)] += bytes;
+        detail::poison::expose(sp->base, sp->bytes);   // whatever its last holder left poisoned
         return sp;
     }
     // A large block's span: its payload at the first address from base +
@@ -92,6 +94,7 @@ public:
         held_.push_back(*sp);
         ++count_[index(span_state::large)];
         bytes_[index(span_state::large)] += bytes;
+        detail::poison::expose(sp->base, sp->bytes);
         return sp;
     }
     // Gives sp back to the pool (its pages no longer map to anything).

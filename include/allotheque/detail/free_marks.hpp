@@ -38,8 +38,11 @@ inline std::uint64_t free_mark_key() noexcept { return free_mark_key_value; }
 template <std::size_t Offset>
 struct free_marks {
     static constexpr std::size_t offset = Offset;
+    // The address keyed by xor alone: a multiply after it (it was there) is
+    // invertible, so it hid the key no better from whoever reads a mark, and
+    // it cost every free two instructions.
     static std::uint64_t local(const void* p) noexcept {
-        return (reinterpret_cast<std::uintptr_t>(p) ^ free_mark_key()) * 0xff51afd7ed558ccdULL;
+        return reinterpret_cast<std::uintptr_t>(p) ^ free_mark_key();
     }
     static std::uint64_t remote(const void* p) noexcept { return ~local(p); }
     static std::uint64_t& word(void* p) noexcept {

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <new>
 
+#include <allotheque/detail/poison.hpp>
+
 namespace allotheque::detail {
 
 class remote_list {
@@ -24,6 +26,7 @@ public:
 
     // Any thread. p becomes a record (its first 16 bytes are overwritten).
     void push(void* p, std::uint64_t word = 0) noexcept {
+        if constexpr (poison::enabled) poison::expose(p, sizeof(record));   // a block's tail may be poisoned
         auto* r = ::new (p) record{nullptr, word};
         record* head = head_.load(std::memory_order_relaxed);
         do {
@@ -33,6 +36,7 @@ public:
     }
     // Only the link, for blocks too small for a record's second word.
     void push_link(void* p) noexcept {
+        if constexpr (poison::enabled) poison::expose(p, sizeof(record*));
         auto* r = static_cast<record*>(p);
         record* head = head_.load(std::memory_order_relaxed);
         do {
