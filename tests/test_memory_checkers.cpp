@@ -87,8 +87,7 @@ void random_operations(H& h, std::uint32_t seed) {
             else
                 resized = h.try_resize(b.p, n);
             if (resized) {
-                REQUIRE(std::memcmp(b.p, std::vector<unsigned char>(std::min(b.n, n), b.seed).data(),
-                                    std::min(b.n, n)) == 0);
+                REQUIRE(intact(block{b.p, std::min(b.n, n), b.seed}));
                 b.n = n;
                 fill(b);
             }

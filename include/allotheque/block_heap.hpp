@@ -128,9 +128,13 @@ public:
         if (sp->state == state::large) return deallocate_large(sp);
         // Free blocks stay open to a memory checker: splits and merges write
         // tags anywhere inside them (detail/poison.hpp). checked_span vetted the tag.
-        if constexpr (detail::poison::enabled)
-            if (tags::is_in_use(tags::block_of(q)) && !(tags::head(tags::block_of(q)) & tags::waiting))
-                detail::poison::freed(q, payload_bytes(q), payload_bytes(q));
+        if constexpr (detail::poison::enabled) {
+            const std::size_t h = tags::head(tags::block_of(q));
+            if ((h & tags::in_use) && !(h & tags::waiting)) {
+                const std::size_t bytes = payload_bytes(q);
+                detail::poison::freed(q, bytes, bytes);
+            }
+        }
         P::deallocate(root_, q, free_block_watch());
     }
 

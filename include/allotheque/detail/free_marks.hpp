@@ -38,9 +38,9 @@ inline std::uint64_t free_mark_key() noexcept { return free_mark_key_value; }
 template <std::size_t Offset>
 struct free_marks {
     static constexpr std::size_t offset = Offset;
-    // The address keyed by xor alone: a multiply after it (it was there) is
-    // invertible, so it hid the key no better from whoever reads a mark, and
-    // it cost every free two instructions.
+    // The address keyed by xor alone. A multiply after the xor would be
+    // invertible: it would hide the key no better from whoever reads a mark,
+    // and it would cost every free two instructions.
     static std::uint64_t local(const void* p) noexcept {
         return reinterpret_cast<std::uintptr_t>(p) ^ free_mark_key();
     }

@@ -87,10 +87,10 @@ inline void handed_out([[maybe_unused]] void* p, [[maybe_unused]] std::size_t n,
 }
 
 // Chunk [p, p+chunk) comes back: called before the heap reads or writes any
-// of it (the double-free mark, the partition's links).
+// of it (the double-free mark, the partition's links). links <= chunk: every
+// chunk is at least the heap's min_chunk, which holds the links and the mark.
 inline void freed([[maybe_unused]] void* p, [[maybe_unused]] std::size_t chunk,
                   [[maybe_unused]] std::size_t links) noexcept {
-    if (links > chunk) links = chunk;
 #if defined(ALLOTHEQUE_POISON_ASAN)
     __asan_poison_memory_region(p, chunk);
     __asan_unpoison_memory_region(p, links);
