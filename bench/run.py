@@ -40,8 +40,12 @@ PRELOAD = {
     "tcmalloc": LIBDIR + "/libtcmalloc_minimal.so.4",
 }
 PEERS = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "pmr"]
-HEAPS = ["kingsley", "quickfit", "velox", "medius", "defero", "lea", "lea_deferred", "kingsley_coalescing"]
-ALL_ALLOCATORS = PEERS + HEAPS
+HEAPS = ["kingsley", "quickfit", "segregated", "velox", "medius", "defero", "lea", "lea_deferred", "kingsley_coalescing"]
+# This project's malloc libraries, run under the Olden programs like the peers
+# (LD_PRELOAD, hints ignored: the library's own placement); <heap> names
+# <build>/src/malloc/liballotheque_malloc_<heap>.so (added to PRELOAD in main).
+MALLOC_LIBS = ["allotheque-segregated", "allotheque-velox", "allotheque-medius"]
+ALL_ALLOCATORS = PEERS + HEAPS + MALLOC_LIBS
 CACHEGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--LL=33554432,16,64",
               "--cachegrind-out-file=/dev/null"]
 
@@ -91,8 +95,9 @@ def run_olden(exe, program, allocator, scale, aged, timeout, prefix=None):
         raise RuntimeError("{} exited {}: {}".format(" ".join(cmd), p.returncode, p.stderr.strip()[-500:]))
     line = [l for l in p.stdout.splitlines() if l.startswith("{")][-1]
     rec = json.loads(line)
-    if allocator in PRELOAD and rec.get("malloc_library") != allocator:
-        raise RuntimeError("{}: active malloc is {}, not {}".format(program, rec.get("malloc_library"), allocator))
+    want = "allotheque" if allocator in MALLOC_LIBS else allocator
+    if allocator in PRELOAD and rec.get("malloc_library") != want:
+        raise RuntimeError("{}: active malloc is {}, not {}".format(program, rec.get("malloc_library"), want))
     return rec, p.stderr
 
 
@@ -628,13 +633,15 @@ def plot_style(allocator):
     if allocator in PEERS:
         i = PEERS.index(allocator)
         return {"color": PEER_GREYS[i % len(PEER_GREYS)], "marker": MARKERS[i % len(MARKERS)], "peer": True}
+    if allocator in MALLOC_LIBS:   # the heap's colour, hollow markers: the malloc library of that heap
+        return dict(plot_style(allocator.split("-", 1)[1]), hollow=True)
     i = HEAPS.index(allocator) if allocator in HEAPS else len(HEAPS)
     return {"color": HEAP_COLOURS[i % len(HEAP_COLOURS)], "marker": MARKERS[i % len(MARKERS)], "peer": False}
 
 
 def plot_order(allocators):
     return sorted(allocators, key=lambda a: (0, PEERS.index(a)) if a in PEERS else
-                  (1, HEAPS.index(a) if a in HEAPS else len(HEAPS)))
+                  (1, HEAPS.index(a)) if a in HEAPS else (2, MALLOC_LIBS.index(a) if a in MALLOC_LIBS else 0))
 
 
 def grouped_legend(fig, entries):
@@ -678,7 +685,7 @@ def ratio_panel(ax, labels, series, ylabel, title):
         values += [v for _, v in pts]
         h, = ax.plot([x for x, _ in pts], [v for _, v in pts], linestyle="none", marker=st["marker"],
                      markersize=6.5, color=st["color"], markeredgecolor=st["color"], markeredgewidth=1.3,
-                     markerfacecolor="white" if st["peer"] else st["color"], zorder=3)
+                     markerfacecolor="white" if st["peer"] or st.get("hollow") else st["color"], zorder=3)
         handles.append((a, a, h))
     ax.set_yscale("log")
     lo, hi = min(values + [1.0]), max(values + [1.0])
@@ -1087,7 +1094,10 @@ def threads_only(args, bdir, report_dir):
 ORDER_BASELINE = "mimalloc"
 # The std containers on each malloc (LD_PRELOAD), first in every workload's table.
 ORDER_MALLOC_VARIANTS = [(m, ["--allocator", m]) for m in ("glibc", "jemalloc", "mimalloc", "tcmalloc")]
-ORDER_TREE_VARIANTS = ORDER_MALLOC_VARIANTS + [
+# The project's heaps that place by size alone, through the same allocator and
+# containers as the locality heaps: what placement adds over them.
+ORDER_SIZE_HEAPS = [("quickfit, std", ["--allocator", "quickfit"]), ("segregated, std", ["--allocator", "segregated"])]
+ORDER_TREE_VARIANTS = ORDER_MALLOC_VARIANTS + ORDER_SIZE_HEAPS + [
     ("mimalloc, hinted container, no hint", ["--allocator", "mimalloc", "--container", "hinted", "--hint", "none"]),
     ("velox, std + near_previous", ["--allocator", "velox"]),
     ("medius, std + near_previous", ["--allocator", "medius"]),
@@ -1105,7 +1115,7 @@ ORDER_TREE_VARIANTS = ORDER_MALLOC_VARIANTS + [
      ["--allocator", "mimalloc", "--container", "hinted", "--hint", "none", "--reorganize", "1"]),
     ("packed (key order, bump arena)", ["--allocator", "packed"]),
 ]
-ORDER_LIST_VARIANTS = ORDER_MALLOC_VARIANTS + [
+ORDER_LIST_VARIANTS = ORDER_MALLOC_VARIANTS + ORDER_SIZE_HEAPS + [
     ("velox, std + near_previous", ["--allocator", "velox"]),
     ("medius, std + near_previous", ["--allocator", "medius"]),
     ("velox, hinted_list", ["--allocator", "velox", "--container", "hinted"]),
@@ -1116,7 +1126,8 @@ ORDER_LIST_VARIANTS = ORDER_MALLOC_VARIANTS + [
      ["--allocator", "mimalloc", "--container", "hinted", "--hint", "none", "--reorganize", "1"]),
     ("packed (list order, bump arena)", ["--allocator", "packed"]),
 ]
-ORDER_GRAPH_VARIANTS = ORDER_MALLOC_VARIANTS + [
+ORDER_GRAPH_VARIANTS = ORDER_MALLOC_VARIANTS + [("quickfit", ["--allocator", "quickfit"]),
+                                                ("segregated", ["--allocator", "segregated"])] + [
     ("velox, near_previous", ["--allocator", "velox"]),
     ("medius, near_previous", ["--allocator", "medius"]),
     ("velox, hinted", ["--allocator", "velox", "--container", "hinted", "--hint", "source"]),
@@ -1125,21 +1136,36 @@ ORDER_GRAPH_VARIANTS = ORDER_MALLOC_VARIANTS + [
      ["--allocator", "room", "--container", "hinted", "--hint", "source", "--fill", "25"]),
     ("packed (BFS order, bump arena)", ["--allocator", "packed"]),
 ]
+ORDER_SCENE_VARIANTS = ORDER_MALLOC_VARIANTS + ORDER_SIZE_HEAPS + [
+    ("velox, near_previous", ["--allocator", "velox"]),
+    ("medius, near_previous", ["--allocator", "medius"]),
+    ("velox, hinted (parent)", ["--allocator", "velox", "--container", "hinted"]),
+    ("medius, hinted (parent)", ["--allocator", "medius", "--container", "hinted"]),
+    ("room layer over velox, hinted (parent), fill 25 %",
+     ["--allocator", "room", "--container", "hinted", "--fill", "25"]),
+    ("packed (depth-first order, bump arena)", ["--allocator", "packed"]),
+]
 ORDER_VARIANTS = {"map": ORDER_TREE_VARIANTS, "set": ORDER_TREE_VARIANTS, "list": ORDER_LIST_VARIANTS,
-                  "graph": ORDER_GRAPH_VARIANTS}
+                  "graph": ORDER_GRAPH_VARIANTS, "scene": ORDER_SCENE_VARIANTS}
+# The heap every workload's rows are also divided by: what placement adds over
+# a heap of this project that places by size alone.
+ORDER_SIZE_BASELINE = {w: next(label for label, _ in v if label.startswith("quickfit")) for w, v in ORDER_VARIANTS.items()}
 ORDER_SIZES = {   # per scale: the order_bench size arguments of each workload
     "quick": {"map": ["--n", "100000", "--lookups", "50000", "--passes", "2"],
               "set": ["--n", "100000", "--lookups", "50000", "--passes", "2"],
               "list": ["--n", "100000", "--passes", "2"],
-              "graph": ["--n", "40000", "--roots", "2"]},
+              "graph": ["--n", "40000", "--roots", "2"],
+              "scene": ["--n", "100000", "--passes", "2"]},
     "standard": {"map": ["--n", "400000", "--lookups", "200000", "--passes", "2"],
                  "set": ["--n", "400000", "--lookups", "200000", "--passes", "2"],
                  "list": ["--n", "400000", "--passes", "2"],
-                 "graph": ["--n", "150000", "--roots", "2"]},
+                 "graph": ["--n", "150000", "--roots", "2"],
+                 "scene": ["--n", "400000", "--passes", "3"]},
     "full": {"map": ["--n", "2000000", "--lookups", "1000000", "--passes", "4"],
              "set": ["--n", "2000000", "--lookups", "1000000", "--passes", "4"],
              "list": ["--n", "2000000", "--passes", "4"],
-             "graph": ["--n", "1000000", "--roots", "4"]},
+             "graph": ["--n", "1000000", "--roots", "4"],
+             "scene": ["--n", "2000000", "--passes", "4"]},
 }
 
 
@@ -1218,6 +1244,8 @@ def run_order_section(args, bdir, scale):
     for w in workloads:
         base, base_best = med.get((w, ORDER_BASELINE)), best.get((w, ORDER_BASELINE))
         ratio = lambda v, m: v[m] / base[m] if base and base[m] else None   # noqa: E731
+        qf = med.get((w, ORDER_SIZE_BASELINE[w]))
+        qf_ratio = lambda v, m: fmt(v[m] / qf[m] if qf and qf[m] else None)   # noqa: E731
         best_ratio = lambda label, m: (best[(w, label)][m] / base_best[m]   # noqa: E731
                                        if base_best and base_best[m] else None)
         rows = []
@@ -1227,39 +1255,41 @@ def run_order_section(args, bdir, scale):
                 continue
             first = summary[(w, label)][0]
             packed = label.startswith("packed")
-            mem = "-" if packed and w in ("graph", "list") else fmt(ratio(v, "peak_rss_delta_bytes"))
+            mem = "-" if packed and w in ("graph", "list", "scene") else fmt(ratio(v, "peak_rss_delta_bytes"))
             if w == "graph":
                 rows.append([label, fmt(v["bfs_ns"], "{:.1f}"), fmt(ratio(v, "bfs_ns")),
-                             fmt(best_ratio(label, "bfs_ns")), mem, fmt(v["build_ns"], "{:.0f}"),
+                             fmt(best_ratio(label, "bfs_ns")), qf_ratio(v, "bfs_ns"), mem, fmt(v["build_ns"], "{:.0f}"),
                              fmt(first["same_line"], "{:.2f}"), fmt(first["same_page"], "{:.2f}")])
                 continue
             # map, set, list: the list has no lookups
-            lookups = [] if w == "list" else [fmt(v["lookup_ns"], "{:.0f}"), fmt(ratio(v, "lookup_ns")),
-                                              fmt(best_ratio(label, "lookup_ns"))]
+            lookups = [] if w in ("list", "scene") else [fmt(v["lookup_ns"], "{:.0f}"), fmt(ratio(v, "lookup_ns")),
+                                                         fmt(best_ratio(label, "lookup_ns"))]
             rows.append([label, fmt(v["walk_ns"], "{:.1f}"), fmt(ratio(v, "walk_ns")),
-                         fmt(best_ratio(label, "walk_ns"))] + lookups +
+                         fmt(best_ratio(label, "walk_ns")), qf_ratio(v, "walk_ns")] + lookups +
                         [mem, fmt(v["build_ns"], "{:.0f}"),
                          fmt(v["reorganize_ns"], "{:.0f}") if v["reorganize_ns"] else "-",
                          fmt(first["within_256"], "{:.2f}"), fmt(first["same_page"], "{:.2f}")])
         if w == "graph":
-            head = ["variant", "BFS ns/edge", "BFS / " + ORDER_BASELINE, "(fastest)", "memory / " + ORDER_BASELINE,
+            head = ["variant", "BFS ns/edge", "BFS / " + ORDER_BASELINE, "(fastest)", "BFS / quickfit",
+                    "memory / " + ORDER_BASELINE,
                     "build ns/edge", "cells: same line", "cells: same page"]
             title = "graph: breadth-first search, graph built in random edge order"
         else:
-            lookups = [] if w == "list" else ["lookup ns", "lookup / " + ORDER_BASELINE, "(fastest)"]
-            head = (["variant", "walk ns/node", "walk / " + ORDER_BASELINE, "(fastest)"] + lookups +
+            lookups = [] if w in ("list", "scene") else ["lookup ns", "lookup / " + ORDER_BASELINE, "(fastest)"]
+            head = (["variant", "walk ns/node", "walk / " + ORDER_BASELINE, "(fastest)", "walk / quickfit"] + lookups +
                     ["memory / " + ORDER_BASELINE, "build ns/insert", "reorganize ns/node", "neighbours: <256 B",
                      "neighbours: same page"])
             title = ("list: inserts at random positions, walks front to back" if w == "list" else
-                     "{}: random-order inserts, in-order walks, random lookups".format(w))
+                     "scene: a tree grown under random parents, aged by subtree edits, walked depth first"
+                     if w == "scene" else "{}: random-order inserts, in-order walks, random lookups".format(w))
         text = table(rows, head)
         log("\norder, {}\n{}".format(title, text))
         md += ["### " + title, "", text, ""]
     md += ["Ratios are of medians; `(fastest)` divides the fastest repetitions instead (other work on a shared "
            "machine only adds time). "
            "`neighbours`: share of in-order neighbours (graph: consecutive cells of one adjacency list, the node "
-           "included) within 256 bytes / in one 64-byte line / in one 4 KiB page. The packed list's and graph's "
-           "memory holds the original and the copy, so it is not shown. A reorganize() run's memory includes its "
+           "included) within 256 bytes / in one 64-byte line / in one 4 KiB page. The packed list's, graph's and "
+           "scene's memory holds the original and the copy, so it is not shown. A reorganize() run's memory includes its "
            "scratch (16 bytes per element, mapped while it runs).", ""]
     details = {"scale": scale, "repetitions": reps, "workloads": workloads, "runs": runs,
                "checksum_mismatches": bad}
@@ -1294,7 +1324,8 @@ def main():
                     help="order section (default): allocation order != traversal order, bench/order")
     ap.add_argument("--no-order", dest="order", action="store_false")
     ap.add_argument("--order-only", action="store_true", help="run the order section alone (order.md, order.json)")
-    ap.add_argument("--order-workloads", default="map,list,graph", help="comma-separated: map,set,list,graph")
+    ap.add_argument("--order-workloads", default="map,list,graph,scene",
+                    help="comma-separated: map,set,list,graph,scene")
     ap.add_argument("--order-reps", type=int, default=None, help="repetitions in the order section (default 3; "
                     "--quick: 1)")
     ap.add_argument("--backend", dest="backend", action="store_true", default=True,
@@ -1363,6 +1394,8 @@ def main():
     if args.programs:
         want = args.programs.split(",")
         programs = [p for p in programs if p in want]
+    for a in MALLOC_LIBS:
+        PRELOAD[a] = os.path.join(bdir, "src", "malloc", "liballotheque_malloc_{}.so".format(a.split("-", 1)[1]))
     allocators = list(ALL_ALLOCATORS)
     if args.allocators:
         want = args.allocators.split(",")

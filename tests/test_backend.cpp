@@ -507,6 +507,36 @@ TEST_CASE("heap: policies give fully free spans back", "[backend][reclaim]") {
     }
 }
 
+TEST_CASE("heap: a fragmented heap that grows sweeps less often, and still reuses what is freed whole",
+          "[backend][reclaim]") {
+    // No sweep by the clock: only the growth trigger counts here.
+    using slow_clock = al::configured<al::heap_config{.reclaim = al::reclaim_policy::threshold,
+                                                      .reclaim_interval_ms = 3'600'000}>;
+    al::quickfit_heap<al::mmap_source, slow_clock> h;
+    std::vector<void*> aged, grown;
+    for (int i = 0; i < 100000; ++i) aged.push_back(h.allocate(al::request{64}));
+    for (std::size_t i = 0; i < aged.size(); i += 2) h.deallocate(aged[i], al::request{64});
+    // Every span of 64-byte chunks is now half free: a sweep finds 3 MB it cannot give back.
+    const std::size_t sweeps = h.stats().sweeps, small = h.stats().small_span_bytes;
+    for (int i = 0; i < 500000; ++i) grown.push_back(h.allocate(al::request{48}));
+    const std::size_t after = h.stats().small_span_bytes;
+    REQUIRE(after >= small + 500000u * 48);
+    // Growing from 6.4 to 30 MB, a sweep each time the heap takes an eighth
+    // more from the system is 6 sweeps; backing off after sweeps that give
+    // nothing back makes it 3.
+    CHECK(h.stats().sweeps - sweeps <= 4u);
+    CHECK(h.stats().reclaims == 0u);
+    // Freed whole, the 48-byte spans serve another size before the heap has
+    // grown by half again.
+    for (void* p : grown) h.deallocate(p, al::request{48});
+    std::vector<void*> other;
+    for (int i = 0; i < 300000; ++i) other.push_back(h.allocate(al::request{80}));
+    CHECK(h.stats().reclaims > 0u);
+    CHECK(h.stats().small_span_bytes <= after + after / 2);
+    for (void* p : other) h.deallocate(p, al::request{80});
+    for (std::size_t i = 1; i < aged.size(); i += 2) h.deallocate(aged[i], al::request{64});
+}
+
 TEST_CASE("heap: trim keeps every live block and gives the rest back", "[backend][reclaim]") {
     al::velox_heap<al::counting_source<al::mmap_source>> h;
     std::mt19937_64 rng(3);

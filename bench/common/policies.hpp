@@ -27,6 +27,7 @@
 #include <allotheque/allocators/lea.hpp>
 #include <allotheque/allocators/medius.hpp>
 #include <allotheque/allocators/quickfit.hpp>
+#include <allotheque/allocators/segregated.hpp>
 #include <allotheque/allocators/velox.hpp>
 #include <allotheque/heap.hpp>
 
@@ -83,6 +84,7 @@ struct heap_policy {
 
 using kingsley_policy = heap_policy<allotheque::kingsley_heap<>>;
 using quickfit_policy = heap_policy<allotheque::quickfit_heap<>>;
+using segregated_policy = heap_policy<allotheque::segregated_heap<>>;
 using velox_policy = heap_policy<allotheque::velox_heap<>>;
 using medius_policy = heap_policy<allotheque::medius_heap<>>;
 using defero_policy = heap_policy<allotheque::defero_heap<>>;

@@ -37,6 +37,7 @@ int drive_malloc(const options&);
 int drive_pmr(const options&);
 int drive_kingsley(const options&);
 int drive_quickfit(const options&);
+int drive_segregated(const options&);
 int drive_velox(const options&);
 int drive_medius(const options&);
 int drive_defero(const options&);

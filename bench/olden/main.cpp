@@ -6,7 +6,9 @@
 // fields are documented in bench/README.md. Allocators: glibc, jemalloc,
 // mimalloc, tcmalloc (std::malloc; the last three need LD_PRELOAD of their
 // library, which the driver verifies in /proc/self/maps), malloc (whatever
-// malloc is active), pmr, kingsley, quickfit, velox, medius, defero, lea,
+// malloc is active), allotheque-<heap> (std::malloc with LD_PRELOAD of an
+// allotheque malloc library whose allotheque_malloc_heap_name() is <heap>),
+// pmr, kingsley, quickfit, segregated, velox, medius, defero, lea,
 // lea_deferred, kingsley_coalescing.
 #include <cstdio>
 #include <cstdlib>
@@ -63,10 +65,13 @@ int main(int argc, char** argv) {
     }
     if (o.program.empty() || o.allocator.empty()) return usage();
     const std::string& n = o.allocator;
-    if (n == "glibc" || n == "jemalloc" || n == "mimalloc" || n == "tcmalloc" || n == "malloc") return drive_malloc(o);
+    if (n == "glibc" || n == "jemalloc" || n == "mimalloc" || n == "tcmalloc" || n == "malloc" ||
+        n.starts_with("allotheque-"))
+        return drive_malloc(o);
     if (n == "pmr") return drive_pmr(o);
     if (n == "kingsley") return drive_kingsley(o);
     if (n == "quickfit") return drive_quickfit(o);
+    if (n == "segregated") return drive_segregated(o);
     if (n == "velox") return drive_velox(o);
     if (n == "medius") return drive_medius(o);
     if (n == "defero") return drive_defero(o);

@@ -1,4 +1,6 @@
 // The Olden driver instantiated for the malloc policy (see driver.hpp).
+#include <dlfcn.h>
+
 #include "olden/driver.hpp"
 
 namespace bench::olden {
@@ -6,7 +8,14 @@ namespace bench::olden {
 int drive_malloc(const options& o) {
     // The name says which malloc must be active; refuse to run (and record a
     // wrong baseline) when LD_PRELOAD did not take effect.
-    const std::string active = malloc_library();
+    // allotheque-<heap> names a library of this project: the heap behind it
+    // must be <heap> too, or the row would be labelled with another heap.
+    std::string active = malloc_library();
+    if (active == "allotheque") {
+        using name_fn = const char* (*)();
+        const auto name = reinterpret_cast<name_fn>(::dlsym(RTLD_DEFAULT, "allotheque_malloc_heap_name"));
+        active += std::string("-") + (name ? name() : "unknown");
+    }
     if (o.allocator != "malloc" && o.allocator != active) {
         std::fprintf(stderr, "olden: allocator '%s' requested but the active malloc is '%s' (LD_PRELOAD?)\n",
                      o.allocator.c_str(), active.c_str());

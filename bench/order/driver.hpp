@@ -28,6 +28,8 @@ int drive_packed(const options&);
 int drive_velox(const options&);
 int drive_medius(const options&);
 int drive_room(const options&);
+int drive_quickfit(const options&);
+int drive_segregated(const options&);
 
 // allocate(n, hint) / deallocate(p, n) over std::malloc, hints ignored: the
 // policy the Olden runner uses.
@@ -70,7 +72,11 @@ struct heap_mem {
 using allotheque::tools::memory_probe;
 
 inline bool tree_workload(const std::string& w) { return w == "map" || w == "set"; }
-inline bool known_workload(const std::string& w) { return tree_workload(w) || w == "list" || w == "graph"; }
+inline bool known_workload(const std::string& w) {
+    return tree_workload(w) || w == "list" || w == "graph" || w == "scene";
+}
+// The benchmark's own structures (no library container, so no reorganize()).
+inline bool own_structure(const std::string& w) { return w == "graph" || w == "scene"; }
 
 // Prints the JSON line; `extra` is appended verbatim (", \"k\": v" pieces).
 inline void print_result(const options& o, const std::string& allocator, const result& r, const memory_probe& m,
@@ -96,7 +102,7 @@ inline int bad_option(const char* what, const std::string& v) {
 
 // --reorganize 1 only means something for a hinted map, set or list.
 inline int check_reorganize(const options& o) {
-    if (!o.reorganize || (o.container == "hinted" && o.workload != "graph" && o.allocator != "packed")) return 0;
+    if (!o.reorganize || (o.container == "hinted" && !own_structure(o.workload) && o.allocator != "packed")) return 0;
     std::fprintf(stderr, "order: --reorganize 1 needs a hinted map, set or list\n");
     return 2;
 }
@@ -116,6 +122,8 @@ struct prepared {
         } else if (o.workload == "list") {
             list.emplace(o);
             junk.reserve(list->values.size());
+        } else if (o.workload == "scene") {
+            junk.reserve(o.n + 3 * o.edits);
         } else {
             tree.emplace(o);
             junk.reserve(tree->keys.size());
@@ -140,6 +148,7 @@ int drive_heap(const options& o, const char* label, const Args&... args) {
     if (o.container != "std" && o.container != "hinted") return bad_option("container", o.container);
     if (!known_workload(o.workload)) return bad_option("workload", o.workload);
     if (o.container == "hinted" && o.workload == "graph" && o.hint != "source") return bad_option("graph hint", o.hint);
+    if (o.container == "hinted" && o.workload == "scene" && o.hint != "parent") return bad_option("scene hint", o.hint);
     if (o.container == "hinted" && o.workload == "list" && o.hint != "predecessor")
         return bad_option("list hint (hinted_list: predecessor)", o.hint);
     if (int e = check_reorganize(o)) return e;
@@ -163,6 +172,9 @@ int drive_heap(const options& o, const char* label, const Args&... args) {
     if (o.workload == "graph") {
         heap_mem<H> m{h, true};
         r = run_graph(m, p.junk, *p.graph, o.container == "hinted");
+    } else if (o.workload == "scene") {
+        heap_mem<H> m{h, true};
+        r = run_scene(m, p.junk, o, o.container == "hinted");
     } else if (o.workload == "list") {
         if (o.container == "std") {
             std::list<u64, key_alloc> l{key_alloc(h)};

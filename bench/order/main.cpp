@@ -1,5 +1,6 @@
-// order --workload map|set|list|graph --allocator NAME [--container std|hinted] [--hint H]
+// order --workload map|set|list|graph|scene --allocator NAME [--container std|hinted] [--hint H]
 //       [--layout shared|isolated] [--n N] [--lookups M] [--passes P] [--roots R] [--junk K] [--seed S]
+//       [--edits E]
 //
 // Runs ONE configuration in this process and prints one JSON line (see
 // order.hpp for the workloads, bench/README.md for the fields). Allocators:
@@ -8,8 +9,10 @@
 // /proc/self/maps), malloc (whatever is active), packed (the traversal-order
 // reference), velox, medius (allotheque heaps: std containers with
 // allotheque::allocator, or --container hinted), room (layers::room over
-// velox_heap, --fill 25|50|100 percent). --reorganize 1: the hinted tree's or
-// list's reorganize() between the build and the timed walks (its time apart).
+// velox_heap, --fill 25|50|100 percent), quickfit, segregated (heaps that place
+// by size alone, through the same containers; hints reach them and are
+// ignored). --reorganize 1: the hinted tree's or list's reorganize() between
+// the build and the timed walks (its time apart).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -19,9 +22,9 @@
 namespace {
 
 int usage() {
-    std::fputs("usage: order --workload map|set|list|graph --allocator NAME [--container std|hinted] [--hint H]\n"
+    std::fputs("usage: order --workload map|set|list|graph|scene --allocator NAME [--container std|hinted] [--hint H]\n"
                "             [--layout shared|isolated] [--n N] [--lookups M] [--passes P] [--roots R] [--junk K]"
-               " [--seed S]\n             [--fill 25|50|100] [--reorganize 0|1]\n",
+               " [--seed S]\n             [--fill 25|50|100] [--reorganize 0|1] [--edits E]\n",
                stderr);
     return 2;
 }
@@ -55,6 +58,7 @@ int main(int argc, char** argv) {
         else if (a == "--seed") ok = count(x), o.seed = x;
         else if (a == "--fill") ok = count(x) && x >= 1 && x <= 100, o.fill = static_cast<unsigned>(x);
         else if (a == "--reorganize") ok = count(x) && x <= 1, o.reorganize = x == 1;
+        else if (a == "--edits") ok = count(o.edits) && o.edits < (std::size_t(1) << 31);
         else return usage();
         if (!ok) {
             std::fprintf(stderr, "order: bad value '%s' for %s\n", v.c_str(), a.c_str());
@@ -62,6 +66,7 @@ int main(int argc, char** argv) {
         }
     }
     if (o.hint.empty()) o.hint = o.workload == "graph" ? "source" : o.workload == "list" ? "predecessor" : "parent";
+    if (o.edits == ~std::size_t(0)) o.edits = o.n / 2;
     if (o.container != "hinted") o.hint = "-";   // only the hinted containers pass hints
     const std::string& n = o.allocator;
     if (n == "glibc" || n == "jemalloc" || n == "mimalloc" || n == "tcmalloc" || n == "malloc") return drive_malloc(o);
@@ -69,6 +74,8 @@ int main(int argc, char** argv) {
     if (n == "velox") return drive_velox(o);
     if (n == "medius") return drive_medius(o);
     if (n == "room") return drive_room(o);
+    if (n == "quickfit") return drive_quickfit(o);
+    if (n == "segregated") return drive_segregated(o);
     if (n.empty()) return usage();
     return bad_option("allocator", n);
 }

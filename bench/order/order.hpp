@@ -16,6 +16,11 @@
 //              when first named, each edge is a 16-byte cell pushed on its source
 //              node's list, one unrelated allocation after each edge. Timed:
 //              breadth-first searches from `roots` fixed nodes.
+//   scene      a tree of N 32-byte nodes (a scene graph, an AST), each added as
+//              the first child of a random earlier node, then aged by `edits`
+//              edits, each replacing a random node's descendants (at most 64)
+//              by about as many new ones; one unrelated allocation after each
+//              new node. Timed: `passes` depth-first walks.
 //
 // The structure and the unrelated allocations share one allocator unless the
 // layout is `isolated` (two heaps). Everything random is a fixed splitmix64
@@ -47,7 +52,7 @@ using bench::olden::mix64;
 using bench::olden::rng;
 
 struct options {
-    std::string workload = "map";   // map | set | list | graph
+    std::string workload = "map";   // map | set | list | graph | scene
     std::string allocator;          // glibc | jemalloc | mimalloc | tcmalloc | velox | medius | packed
     std::string container = "std";  // std | hinted (heaps only)
     std::string hint;               // hinted trees: parent (default) | predecessor | successor | none;
@@ -58,6 +63,7 @@ struct options {
     int passes = 4;
     int roots = 4;
     int junk = 1;   // unrelated allocations per insert / edge
+    std::size_t edits = ~std::size_t(0);   // scene: edits after the build (default, the sentinel: n / 2)
     u64 seed = 1;
     unsigned fill = 25;         // room: % of a group foreign blocks may fill (25, 50, 100)
     bool reorganize = false;    // hinted trees and lists: reorganize() after the build (timed apart)
@@ -591,6 +597,199 @@ result run_graph_packed(M& m, Junk& junk, const graph_input& in) {
     free_graph(m, nodes);
     r.checksum = time_bfs(copy, in, r);
     graph_adjacency(copy, r);
+    return r;
+}
+
+
+// ---------------------------------------------------------------------------
+// scene: a tree (a scene graph, an AST) built node by node under random
+// parents, aged by edits that replace whole subtrees, then walked depth first.
+// ---------------------------------------------------------------------------
+struct snode {
+    snode* child;     // first child
+    snode* sibling;   // next sibling
+    u64 value;
+    std::uint32_t slot;    // index in the live list (edits pick nodes at random)
+    std::uint32_t depth;
+};
+
+// The tree and the list of its nodes an edit picks from. Every decision comes
+// from the rng and the slots, never from an address, so every allocator builds
+// the same tree.
+template <class M>
+class scene_tree {
+public:
+    static constexpr std::size_t max_subtree = 64;   // an edit replaces at most this many nodes
+
+    scene_tree(M& m, bool hinted, u64 seed) : m_(m), hinted_(hinted), rng_(seed) {}
+    scene_tree(const scene_tree&) = delete;
+    scene_tree& operator=(const scene_tree&) = delete;
+    ~scene_tree() {
+        for (snode* x : live_) m_.deallocate(x, sizeof(snode));
+    }
+
+    // A new node, the first child of `parent` (hinted there if asked).
+    snode* add(snode* parent) {
+        auto* x = static_cast<snode*>(m_.allocate(sizeof(snode), hinted_ ? parent : nullptr));
+        *x = snode{nullptr, nullptr, mix64(++made_), static_cast<std::uint32_t>(live_.size()),
+                   parent ? parent->depth + 1 : 0};
+        if (parent) {
+            x->sibling = parent->child;
+            parent->child = x;
+        }
+        live_.push_back(x);
+        return x;
+    }
+    snode* random_node() { return live_[rng_.below(live_.size())]; }
+    snode* root() const noexcept { return live_.empty() ? nullptr : root_; }
+    void set_root(snode* r) noexcept { root_ = r; }
+    std::size_t size() const noexcept { return live_.size(); }
+    rng& random() noexcept { return rng_; }
+
+    // One edit: a random node's descendants (at most max_subtree of them, else
+    // another node is drawn) are freed and as many new ones, plus 0-2, grown in
+    // their place, each under x or one of the nodes grown before it.
+    template <class Junk>
+    void edit(Junk& junk) {
+        for (;;) {
+            snode* x = random_node();
+            scratch_.clear();
+            for (snode* c = x->child; c; c = c->sibling) scratch_.push_back(c);
+            bool small = true;
+            for (std::size_t i = 0; i < scratch_.size() && small; ++i) {
+                for (snode* c = scratch_[i]->child; c; c = c->sibling) scratch_.push_back(c);
+                small = scratch_.size() <= max_subtree;
+            }
+            if (!small) continue;
+            for (snode* d : scratch_) remove(d);
+            x->child = nullptr;
+            const std::size_t grow = scratch_.size() + rng_.below(3);
+            grown_.assign(1, x);
+            for (std::size_t i = 0; i < grow; ++i) {
+                grown_.push_back(add(grown_[rng_.below(grown_.size())]));
+                junk.step();
+            }
+            return;
+        }
+    }
+
+private:
+    void remove(snode* d) noexcept {
+        snode* last = live_.back();
+        last->slot = d->slot;
+        live_[d->slot] = last;
+        live_.pop_back();
+        m_.deallocate(d, sizeof(snode));
+    }
+
+    M& m_;
+    bool hinted_;
+    rng rng_;
+    u64 made_ = 0;
+    snode* root_ = nullptr;
+    std::vector<snode*> live_, scratch_, grown_;
+};
+
+// Depth-first (pre-order) walks from the root: `passes` timed ones (r.walk_ns
+// per node), then the placement of consecutive nodes in that order.
+inline u64 time_scene(const snode* root, std::size_t nodes, const options& o, result& r) {
+    std::vector<const snode*> stack;
+    stack.reserve(1024);
+    std::vector<double> walks;
+    u64 sum = 0;
+    auto walk = [&](auto&& visit) {
+        stack.assign(1, root);
+        while (!stack.empty()) {
+            const snode* x = stack.back();
+            stack.pop_back();
+            visit(x);
+            // The first child is visited next; its siblings after its subtree.
+            if (x->sibling && x != root) stack.push_back(x->sibling);
+            if (x->child) stack.push_back(x->child);
+        }
+    };
+    for (int p = 0; p < std::max(1, o.passes); ++p) {
+        const double t0 = now_s();
+        u64 acc = 0;
+        walk([&](const snode* x) { acc = acc * 0x100000001b3ULL + (x->value ^ x->depth); });
+        walks.push_back(ns_per(t0, nodes));
+        sum = acc;
+    }
+    r.walk_ns = median(walks);
+    r.elements = nodes;
+    adjacency_count adj;
+    const void* prev = nullptr;
+    walk([&](const snode* x) {
+        if (prev) adj.add(prev, x);
+        prev = x;
+    });
+    adj.store(r);
+    return sum ^ nodes;
+}
+
+// Builds the tree (N nodes, each under a random earlier one), ages it by
+// o.edits edits, each followed by its unrelated allocations, then walks it.
+// build_ns: per node and per edit, unrelated allocations included.
+template <class M, class Junk>
+result run_scene(M& m, Junk& junk, const options& o, bool hinted) {
+    result r;
+    scene_tree<M> t(m, hinted, o.seed * 17 + 11);
+    const double t0 = now_s();
+    t.set_root(t.add(nullptr));
+    for (std::size_t i = 1; i < o.n; ++i) {
+        t.add(t.random_node());
+        junk.step();
+    }
+    for (std::size_t e = 0; e < o.edits; ++e) t.edit(junk);
+    r.build_ns = ns_per(t0, o.n + o.edits);
+    r.checksum = time_scene(t.root(), t.size(), o, r);
+    return r;
+}
+
+// The packed reference: built and aged like the others, then copied in
+// depth-first order into a bump arena (the copy keeps each node's depth and
+// value, and its children in the same order), the original freed, and walked.
+template <class M, class Junk>
+result run_scene_packed(M& m, Junk& junk, const options& o) {
+    result r;
+    std::vector<snode> order;
+    {
+        scene_tree<M> t(m, false, o.seed * 17 + 11);
+        const double t0 = now_s();
+        t.set_root(t.add(nullptr));
+        for (std::size_t i = 1; i < o.n; ++i) {
+            t.add(t.random_node());
+            junk.step();
+        }
+        for (std::size_t e = 0; e < o.edits; ++e) t.edit(junk);
+        r.build_ns = ns_per(t0, o.n + o.edits);
+        order.reserve(t.size());
+        std::vector<const snode*> stack(1, t.root());
+        while (!stack.empty()) {
+            const snode* x = stack.back();
+            stack.pop_back();
+            order.push_back(*x);
+            if (x->sibling && x != t.root()) stack.push_back(x->sibling);
+            if (x->child) stack.push_back(x->child);
+        }
+    }
+    // In pre-order a node's first child is the next node and its next sibling
+    // the first node after its subtree: rebuild the links from the depths.
+    arena a(order.size() * sizeof(snode) + 4096);
+    std::vector<snode*> copy(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        copy[i] = static_cast<snode*>(a.allocate(sizeof(snode)));
+        *copy[i] = snode{nullptr, nullptr, order[i].value, 0, order[i].depth};
+    }
+    std::vector<snode*> last_at_depth;   // the latest node seen at each depth
+    for (snode* x : copy) {
+        const std::uint32_t d = x->depth;
+        if (d > 0 && last_at_depth.size() >= d && !last_at_depth[d - 1]->child) last_at_depth[d - 1]->child = x;
+        if (last_at_depth.size() > d && last_at_depth[d]) last_at_depth[d]->sibling = x;
+        last_at_depth.resize(d + 1);
+        last_at_depth[d] = x;
+    }
+    r.checksum = time_scene(copy.front(), copy.size(), o, r);
     return r;
 }
 

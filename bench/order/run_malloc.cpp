@@ -24,7 +24,7 @@ int drive_malloc(const options& o) {
     if (int e = check_plain(o)) return e;
     const bool hinted = o.container == "hinted";
     if (!hinted && o.container != "std") return bad_option("container", o.container);
-    if (hinted && (o.workload == "graph" || o.hint != "none"))
+    if (hinted && (own_structure(o.workload) || o.hint != "none"))
         return bad_option("hinted container on malloc (map, set or list, --hint none: malloc takes no hint)", o.hint);
     malloc_mem m;
     malloc_heap mh;
@@ -33,6 +33,7 @@ int drive_malloc(const options& o) {
     mem.start();
     result r;
     if (o.workload == "graph") r = run_graph(m, p.junk, *p.graph, false);
+    else if (o.workload == "scene") r = run_scene(m, p.junk, o, false);
     else if (o.workload == "list" && hinted) {
         allotheque::hinted_list<u64, malloc_heap> l(mh);
         r = run_list(l, p.junk, *p.list, o);
@@ -54,6 +55,7 @@ int drive_packed(const options& o) {
     memory_probe mem;
     mem.start();
     const result r = o.workload == "graph"  ? run_graph_packed(m, p.junk, *p.graph)
+                     : o.workload == "scene" ? run_scene_packed(m, p.junk, o)
                      : o.workload == "list" ? run_list_packed(p.junk, *p.list, o)
                                             : run_tree_packed(p.junk, *p.tree, o);
     print_result(o, "packed", r, mem, mem.peak_delta(), "");

@@ -20,18 +20,17 @@ set(variants   # one variant's arguments, separated by "|"
     "--allocator|velox|--container|hinted"
     "--allocator|medius|--container|hinted|--reorganize|1"
     "--allocator|malloc|--container|hinted|--hint|none|--reorganize|1"
-    "--allocator|room|--container|hinted|--fill|25")
-foreach(workload map set list graph)
-  set(sizes --n 3000 --lookups 500 --passes 1 --roots 1)
+    "--allocator|room|--container|hinted|--fill|25"
+    "--allocator|quickfit"
+    "--allocator|segregated|--container|hinted")
+foreach(workload map set list graph scene)
+  set(sizes --n 3000 --lookups 500 --passes 1 --roots 1 --edits 2000)
   unset(expected)
   foreach(v IN LISTS variants)
     string(REPLACE "|" " " shown "${v}")
     string(REPLACE "|" ";" args "${v}")
-    if(workload STREQUAL "graph" AND shown MATCHES "reorganize")
-      continue()   # the graph is the benchmark's own structure: no reorganize()
-    endif()
-    if(workload STREQUAL "graph" AND shown MATCHES "--hint none")
-      continue()
+    if(workload MATCHES "^(graph|scene)$" AND shown MATCHES "reorganize|--hint none")
+      continue()   # the benchmark's own structures: no reorganize(), hints always
     endif()
     execute_process(COMMAND ${EXE} --workload ${workload} ${sizes} ${args}
                     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)

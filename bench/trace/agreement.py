@@ -39,7 +39,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 # The allocator list, their LD_PRELOAD libraries and the table helpers are
 # bench/run.py's, so a real run here is exactly a bench run.
-from run import ALL_ALLOCATORS, PRELOAD, env_for, fmt, log, table  # noqa: E402,F401
+from run import ALL_ALLOCATORS, MALLOC_LIBS, PRELOAD, env_for, fmt, log, table  # noqa: E402,F401
+
+# The replay names this project's malloc libraries malloc-<heap> and finds them
+# itself; the bench's allotheque-<heap> rows are left out of the comparison.
+REPLAYED = [a for a in ALL_ALLOCATORS if a not in MALLOC_LIBS]
 
 PAGE = 4096
 
@@ -311,10 +315,10 @@ def main():
 
     programs = args.programs.split(",") if args.programs else \
         subprocess.run([olden, "--list"], capture_output=True, text=True, check=True).stdout.split()
-    allocators = ALL_ALLOCATORS if not args.allocators else \
+    allocators = REPLAYED if not args.allocators else \
         ["glibc"] + [a for a in args.allocators.split(",") if a and a != "glibc"]
     for a in allocators:
-        if a not in ALL_ALLOCATORS:
+        if a not in REPLAYED:
             sys.exit("agreement.py: unknown allocator '{}'".format(a))
     allocators = [a for a in allocators if not PRELOAD.get(a) or os.path.exists(PRELOAD[a])]
     real_file = load_real_results(args.real_results, args.scale) if args.real_results else None
