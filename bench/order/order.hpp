@@ -727,13 +727,11 @@ inline u64 time_scene(const snode* root, std::size_t nodes, const options& o, re
     return sum ^ nodes;
 }
 
-// Builds the tree (N nodes, each under a random earlier one), ages it by
-// o.edits edits, each followed by its unrelated allocations, then walks it.
+// Builds the tree (N nodes, each under a random earlier one) and ages it by
+// o.edits edits, each new node followed by its unrelated allocations.
 // build_ns: per node and per edit, unrelated allocations included.
 template <class M, class Junk>
-result run_scene(M& m, Junk& junk, const options& o, bool hinted) {
-    result r;
-    scene_tree<M> t(m, hinted, o.seed * 17 + 11);
+void grow_scene(scene_tree<M>& t, Junk& junk, const options& o, result& r) {
     const double t0 = now_s();
     t.set_root(t.add(nullptr));
     for (std::size_t i = 1; i < o.n; ++i) {
@@ -742,6 +740,14 @@ result run_scene(M& m, Junk& junk, const options& o, bool hinted) {
     }
     for (std::size_t e = 0; e < o.edits; ++e) t.edit(junk);
     r.build_ns = ns_per(t0, o.n + o.edits);
+}
+
+// The tree built and aged, then walked.
+template <class M, class Junk>
+result run_scene(M& m, Junk& junk, const options& o, bool hinted) {
+    result r;
+    scene_tree<M> t(m, hinted, o.seed * 17 + 11);
+    grow_scene(t, junk, o, r);
     r.checksum = time_scene(t.root(), t.size(), o, r);
     return r;
 }
@@ -755,14 +761,7 @@ result run_scene_packed(M& m, Junk& junk, const options& o) {
     std::vector<snode> order;
     {
         scene_tree<M> t(m, false, o.seed * 17 + 11);
-        const double t0 = now_s();
-        t.set_root(t.add(nullptr));
-        for (std::size_t i = 1; i < o.n; ++i) {
-            t.add(t.random_node());
-            junk.step();
-        }
-        for (std::size_t e = 0; e < o.edits; ++e) t.edit(junk);
-        r.build_ns = ns_per(t0, o.n + o.edits);
+        grow_scene(t, junk, o, r);
         order.reserve(t.size());
         std::vector<const snode*> stack(1, t.root());
         while (!stack.empty()) {
