@@ -1095,8 +1095,10 @@ ORDER_BASELINE = "mimalloc"
 # The std containers on each malloc (LD_PRELOAD), first in every workload's table.
 ORDER_MALLOC_VARIANTS = [(m, ["--allocator", m]) for m in ("glibc", "jemalloc", "mimalloc", "tcmalloc")]
 # The project's heaps that place by size alone, through the same allocator and
-# containers as the locality heaps: what placement adds over them.
-ORDER_SIZE_HEAPS = [("quickfit, std", ["--allocator", "quickfit"]), ("segregated, std", ["--allocator", "segregated"])]
+# containers as the locality heaps: what placement adds over them. Every row is
+# also divided by the first (ORDER_SIZE_BASELINE).
+ORDER_SIZE_BASELINE = "quickfit"
+ORDER_SIZE_HEAPS = [(h, ["--allocator", h]) for h in (ORDER_SIZE_BASELINE, "segregated")]
 ORDER_TREE_VARIANTS = ORDER_MALLOC_VARIANTS + ORDER_SIZE_HEAPS + [
     ("mimalloc, hinted container, no hint", ["--allocator", "mimalloc", "--container", "hinted", "--hint", "none"]),
     ("velox, std + near_previous", ["--allocator", "velox"]),
@@ -1126,8 +1128,7 @@ ORDER_LIST_VARIANTS = ORDER_MALLOC_VARIANTS + ORDER_SIZE_HEAPS + [
      ["--allocator", "mimalloc", "--container", "hinted", "--hint", "none", "--reorganize", "1"]),
     ("packed (list order, bump arena)", ["--allocator", "packed"]),
 ]
-ORDER_GRAPH_VARIANTS = ORDER_MALLOC_VARIANTS + [("quickfit", ["--allocator", "quickfit"]),
-                                                ("segregated", ["--allocator", "segregated"])] + [
+ORDER_GRAPH_VARIANTS = ORDER_MALLOC_VARIANTS + ORDER_SIZE_HEAPS + [
     ("velox, near_previous", ["--allocator", "velox"]),
     ("medius, near_previous", ["--allocator", "medius"]),
     ("velox, hinted", ["--allocator", "velox", "--container", "hinted", "--hint", "source"]),
@@ -1147,9 +1148,6 @@ ORDER_SCENE_VARIANTS = ORDER_MALLOC_VARIANTS + ORDER_SIZE_HEAPS + [
 ]
 ORDER_VARIANTS = {"map": ORDER_TREE_VARIANTS, "set": ORDER_TREE_VARIANTS, "list": ORDER_LIST_VARIANTS,
                   "graph": ORDER_GRAPH_VARIANTS, "scene": ORDER_SCENE_VARIANTS}
-# The heap every workload's rows are also divided by: what placement adds over
-# a heap of this project that places by size alone.
-ORDER_SIZE_BASELINE = {w: next(label for label, _ in v if label.startswith("quickfit")) for w, v in ORDER_VARIANTS.items()}
 ORDER_SIZES = {   # per scale: the order_bench size arguments of each workload
     "quick": {"map": ["--n", "100000", "--lookups", "50000", "--passes", "2"],
               "set": ["--n", "100000", "--lookups", "50000", "--passes", "2"],
@@ -1244,7 +1242,7 @@ def run_order_section(args, bdir, scale):
     for w in workloads:
         base, base_best = med.get((w, ORDER_BASELINE)), best.get((w, ORDER_BASELINE))
         ratio = lambda v, m: v[m] / base[m] if base and base[m] else None   # noqa: E731
-        qf = med.get((w, ORDER_SIZE_BASELINE[w]))
+        qf = med.get((w, ORDER_SIZE_BASELINE))
         qf_ratio = lambda v, m: fmt(v[m] / qf[m] if qf and qf[m] else None)   # noqa: E731
         best_ratio = lambda label, m: (best[(w, label)][m] / base_best[m]   # noqa: E731
                                        if base_best and base_best[m] else None)

@@ -1,5 +1,5 @@
 // The Olden driver instantiated for the malloc policy (see driver.hpp).
-#include <dlfcn.h>
+#include <allotheque/malloc_stats.h>
 
 #include "olden/driver.hpp"
 
@@ -10,12 +10,10 @@ int drive_malloc(const options& o) {
     // wrong baseline) when LD_PRELOAD did not take effect.
     // allotheque-<heap> names a library of this project: the heap behind it
     // must be <heap> too, or the row would be labelled with another heap.
+    // The weak declaration resolves to the preloaded library's definition.
     std::string active = malloc_library();
-    if (active == "allotheque") {
-        using name_fn = const char* (*)();
-        const auto name = reinterpret_cast<name_fn>(::dlsym(RTLD_DEFAULT, "allotheque_malloc_heap_name"));
-        active += std::string("-") + (name ? name() : "unknown");
-    }
+    if (active == "allotheque")
+        active += std::string("-") + (allotheque_malloc_heap_name ? allotheque_malloc_heap_name() : "unknown");
     if (o.allocator != "malloc" && o.allocator != active) {
         std::fprintf(stderr, "olden: allocator '%s' requested but the active malloc is '%s' (LD_PRELOAD?)\n",
                      o.allocator.c_str(), active.c_str());

@@ -636,15 +636,15 @@ public:
         if (parent) {
             x->sibling = parent->child;
             parent->child = x;
+        } else {
+            root_ = x;
         }
         live_.push_back(x);
         return x;
     }
     snode* random_node() { return live_[rng_.below(live_.size())]; }
-    snode* root() const noexcept { return live_.empty() ? nullptr : root_; }
-    void set_root(snode* r) noexcept { root_ = r; }
+    snode* root() const noexcept { return root_; }   // the node added without a parent
     std::size_t size() const noexcept { return live_.size(); }
-    rng& random() noexcept { return rng_; }
 
     // One edit: a random node's descendants (at most max_subtree of them, else
     // another node is drawn) are freed and as many new ones, plus 0-2, grown in
@@ -690,6 +690,21 @@ private:
     std::vector<snode*> live_, scratch_, grown_;
 };
 
+// visit(x) for every node under root (root included) in pre-order; the root
+// has no sibling. `stack` is scratch, kept by the caller across walks.
+template <class F>
+void preorder(const snode* root, std::vector<const snode*>& stack, F&& visit) {
+    stack.assign(1, root);
+    while (!stack.empty()) {
+        const snode* x = stack.back();
+        stack.pop_back();
+        visit(x);
+        // The first child is visited next; its siblings after its subtree.
+        if (x->sibling) stack.push_back(x->sibling);
+        if (x->child) stack.push_back(x->child);
+    }
+}
+
 // Depth-first (pre-order) walks from the root: `passes` timed ones (r.walk_ns
 // per node), then the placement of consecutive nodes in that order.
 inline u64 time_scene(const snode* root, std::size_t nodes, const options& o, result& r) {
@@ -697,21 +712,10 @@ inline u64 time_scene(const snode* root, std::size_t nodes, const options& o, re
     stack.reserve(1024);
     std::vector<double> walks;
     u64 sum = 0;
-    auto walk = [&](auto&& visit) {
-        stack.assign(1, root);
-        while (!stack.empty()) {
-            const snode* x = stack.back();
-            stack.pop_back();
-            visit(x);
-            // The first child is visited next; its siblings after its subtree.
-            if (x->sibling && x != root) stack.push_back(x->sibling);
-            if (x->child) stack.push_back(x->child);
-        }
-    };
     for (int p = 0; p < std::max(1, o.passes); ++p) {
         const double t0 = now_s();
         u64 acc = 0;
-        walk([&](const snode* x) { acc = acc * 0x100000001b3ULL + (x->value ^ x->depth); });
+        preorder(root, stack, [&](const snode* x) { acc = acc * 0x100000001b3ULL + (x->value ^ x->depth); });
         walks.push_back(ns_per(t0, nodes));
         sum = acc;
     }
@@ -719,7 +723,7 @@ inline u64 time_scene(const snode* root, std::size_t nodes, const options& o, re
     r.elements = nodes;
     adjacency_count adj;
     const void* prev = nullptr;
-    walk([&](const snode* x) {
+    preorder(root, stack, [&](const snode* x) {
         if (prev) adj.add(prev, x);
         prev = x;
     });
@@ -733,7 +737,7 @@ inline u64 time_scene(const snode* root, std::size_t nodes, const options& o, re
 template <class M, class Junk>
 void grow_scene(scene_tree<M>& t, Junk& junk, const options& o, result& r) {
     const double t0 = now_s();
-    t.set_root(t.add(nullptr));
+    t.add(nullptr);
     for (std::size_t i = 1; i < o.n; ++i) {
         t.add(t.random_node());
         junk.step();
@@ -763,14 +767,8 @@ result run_scene_packed(M& m, Junk& junk, const options& o) {
         scene_tree<M> t(m, false, o.seed * 17 + 11);
         grow_scene(t, junk, o, r);
         order.reserve(t.size());
-        std::vector<const snode*> stack(1, t.root());
-        while (!stack.empty()) {
-            const snode* x = stack.back();
-            stack.pop_back();
-            order.push_back(*x);
-            if (x->sibling && x != t.root()) stack.push_back(x->sibling);
-            if (x->child) stack.push_back(x->child);
-        }
+        std::vector<const snode*> stack;
+        preorder(t.root(), stack, [&](const snode* x) { order.push_back(*x); });
     }
     // In pre-order a node's first child is the next node and its next sibling
     // the first node after its subtree: rebuild the links from the depths.
