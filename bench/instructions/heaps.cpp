@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include <allotheque/allocators/segregated.hpp>
+#include <allotheque/layers/per_thread.hpp>
 
 #include "common/policies.hpp"
 #include "instructions/measure.hpp"
@@ -95,6 +96,10 @@ int main(int argc, char** argv) {
         return run_new<twin_heap<quickfit_classes>>(heap, pattern, steps, twin_arena, sizeof twin_arena);
     if (h == "twin-kingsley")
         return run_new<twin_heap<kingsley_classes>>(heap, pattern, steps, twin_arena, sizeof twin_arena);
+    // The same heap behind layers::per_thread: what the thread lookup and the
+    // owner check of a free add (the malloc library pays the same, in its own front).
+    if (h == "per_thread-segregated")
+        return run_new<lib<allotheque::layers::per_thread<allotheque::segregated_heap<>>>>(heap, pattern, steps);
     if (h == "harness") return run_new<harness_policy>(heap, pattern, steps);
     std::fprintf(stderr, "instructions_heaps: unknown heap '%s'\n", heap);
     return 2;

@@ -47,7 +47,7 @@ BASELINES = [("glibc", None), ("jemalloc", LIBDIR + "/libjemalloc.so.2"),
 ALLOTHEQUE_MALLOCS = ["segregated", "quickfit", "kingsley", "velox", "medius", "lea"]
 MALLOC_PATTERNS = ["pair", "batch", "random", "realloc", "calloc", "aligned", "remote"]
 HEAPS = ["segregated", "twin-segregated", "quickfit", "twin-quickfit", "kingsley", "twin-kingsley", "velox", "medius",
-         "lea", "harness"]
+         "lea", "per_thread-segregated", "harness"]
 HEAP_PATTERNS = ["pair", "batch", "random"]
 UNITS = {"pair": "pair", "batch": "pair", "random": "step", "realloc": "realloc", "calloc": "pair",
          "aligned": "pair", "remote": "block"}

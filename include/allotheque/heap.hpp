@@ -567,7 +567,7 @@ private:
         if (!sp && sweep_for_memory()) sp = spans_.open(bytes, hint, state::small, owner_tag_);
         if (!sp) return nullptr;
         sp->set_chunk(static_cast<std::uint32_t>(s));
-        sp->handed = 0;
+        sp->set_handed(0);
         if constexpr (classifies) sp->chunk_class = static_cast<std::uint16_t>(P::classify(s).index);
         if (!P::prepare(root_, sp->base, bytes)) {
             spans_.close(sp);
@@ -584,7 +584,7 @@ private:
         const std::size_t s = sp->chunk, total = sp->bytes / s;
         const std::size_t from = sp->handed / s;
         const std::size_t to = std::min((std::min(sp->handed + step_for(s), sp->bytes) + s - 1) / s, total);
-        sp->handed = to * s;
+        sp->set_handed(to * s);
         if (to == total) forget_reservation(sp);
         if constexpr (detail::poison::enabled) detail::poison::hide(sp->base + (from + 1) * s, (to - from - 1) * s);
         for (std::size_t k = to; k-- > from + 1;) {

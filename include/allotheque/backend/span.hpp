@@ -103,7 +103,13 @@ struct alignas(64) span {
     }
     // Whether p (in this small span) lies in the chunks handed to the heap's
     // partition, rather than in the part still reserved.
-    bool handed_out(const void* p) const noexcept { return static_cast<const std::byte*>(p) < base + handed; }
+    // A free on another thread reads `handed` while the owner's refill moves it
+    // up: relaxed atomic accesses (plain moves on x86), and the block being
+    // freed was handed out before, so the value read covers it.
+    bool handed_out(const void* p) const noexcept {
+        return static_cast<const std::byte*>(p) < base + __atomic_load_n(&handed, __ATOMIC_RELAXED);
+    }
+    void set_handed(std::size_t n) noexcept { __atomic_store_n(&handed, n, __ATOMIC_RELAXED); }
     // Whether p is the start of a chunk of this small span that has been
     // handed to the heap's partition.
     bool chunk_start(const void* p) const noexcept {

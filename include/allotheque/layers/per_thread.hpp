@@ -2,53 +2,47 @@
 // mimalloc/snmalloc-style remote frees). A thread's heap is created on its
 // first allocation through this object and serves that thread without any lock.
 //
-// Ownership is an implicit attribute of a span: each thread's heap tags the
-// spans it holds with its slot (set_owner_tag), and H::owner_of(p) reads the
-// tag back from the page map, so blocks carry no header. Freeing:
+// The machinery is the malloc replacement's (detail/thread_registry.hpp):
+// ownership is an implicit attribute of a span (each heap tags its spans with
+// its slot, and H::owner_of(p) reads the tag back from the page map, so blocks
+// carry no header). Freeing:
 //   - on the owning thread: straight back into its heap;
 //   - on any other thread: the block is pushed onto the owner's lock-free
-//     remote-free list (a Treiber stack threaded through the freed blocks,
-//     which then hold the link and the request's size and alignment); the
-//     owner drains the whole list with one exchange at its next allocation (or
-//     collect()). Every request asks H for at least 16 bytes, the room that
-//     record needs.
+//     remote-free list (the freed block then holds the link and the request's
+//     size and alignment); the owner drains the whole list with one exchange at
+//     its next allocation (or collect()). Every request asks H for at least 16
+//     bytes, the room that record needs.
 //
-// Lifetime: heaps live in a registry owned by the per_thread object and are
-// destroyed with it, never with their thread, so a block may outlive the thread
-// that allocated it. When a thread exits, its heap gives its free spans back
-// (trim, when H has it) and is marked orphaned (remote frees keep arriving on
-// its list); the next thread to start allocating adopts an orphaned heap,
-// drains it and reuses its memory, so thread churn does not grow the registry
-// beyond the peak number of concurrent threads.
-// A thread that allocates or frees while its thread-local objects are being
-// destroyed (a thread_local container destroyed after this layer's cache)
-// frees as a remote thread would, and allocates by borrowing an orphaned heap
-// for the one call: it never reaches a heap another thread may have adopted.
+// Lifetime: heaps live in the object's registry and are destroyed with it,
+// never with their thread, so a block may outlive the thread that allocated
+// it. When a thread exits (after its thread_local objects are destroyed, so
+// those may still use their heap), its heap trims (when H has trim) and is
+// orphaned; the next new thread adopts it, so thread churn does not grow the
+// registry beyond the peak number of concurrent threads. A thread that
+// allocates after that point (another pthread key's destructor) borrows an
+// orphan for the one call. Fork: only the forking thread's heaps are used in
+// the child.
 //
 // Thread safety: allocate, try_allocate, deallocate, good_size, collect,
 // last_allocation, stats (this thread's heap) and remote_frees may be called
 // from any thread concurrently; a block may be freed on any thread.
 // deallocate_all, collect_all, for_each_heap and the destructor need
 // quiescence: no other thread may be using this object. The object must
-// outlive all use by threads. H itself needs no thread safety: only one thread
-// uses a heap at a time.
-// Cost: a thread_local lookup (one compare on the fast path) per call and a
-// page-map lookup per free; a remote free is one CAS on the owner's list.
+// outlive all use by threads (threads may exit after it is gone). H itself
+// needs no thread safety: only one thread uses a heap at a time.
+// Cost: a thread_local compare on the fast path per call and a page-map
+// lookup per free; a remote free is one CAS on the owner's list. Set-up calls
+// no malloc (slots are mmap'd).
 #pragma once
-#include <atomic>
 #include <bit>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <mutex>
-#include <new>
-#include <optional>
+#include <limits>
 #include <utility>
-#include <vector>
 
 #include <allotheque/detail/fail.hpp>
-#include <allotheque/detail/remote_list.hpp>
+#include <allotheque/detail/thread_registry.hpp>
 #include <allotheque/detail/throwing_allocate.hpp>
 #include <allotheque/layers/heap_concept.hpp>
 #include <allotheque/request.hpp>
@@ -71,54 +65,42 @@ class per_thread : public detail::throwing_allocate<per_thread<H>> {
     // (0 for natural) in its record's word.
     static constexpr std::size_t min_request = detail::remote_list::record_bytes;
 
-    struct slot {
-        std::optional<H> heap;
-        detail::remote_list remote;
-        std::atomic<bool> orphaned{false};   // no thread uses it; free for adoption
-        std::atomic<bool> retired{false};    // the per_thread object is gone
+    struct policy;
+    using registry_type = detail::thread_registry<H, policy>;
+    using slot = typename registry_type::slot;
+
+    // The last (object, slot) this thread used: one compare on the fast path.
+    struct tls_cache {
+        std::uint64_t id = 0;
+        slot* s = nullptr;
     };
-    struct tls_entry {
-        std::uint64_t id;
-        std::shared_ptr<slot> s;
-    };
-    struct tls_cache;
-    // Trivially destructible, so it stays readable while the thread's other
-    // thread_local objects are destroyed, whatever their order.
-    struct tls_state {
-        std::uint64_t last_id = 0;
-        slot* last = nullptr;
-        tls_cache* cache = nullptr;
-        bool dead = false;   // the cache is gone: this thread no longer has heaps
-    };
-    static tls_state& tls() noexcept {
-        static thread_local constinit tls_state t;
+    static tls_cache& tls() noexcept {
+        static constinit thread_local tls_cache t;
         return t;
     }
-    struct tls_cache {
-        std::vector<tls_entry> entries;
-        ~tls_cache() {
-            tls_state& t = tls();
-            t.dead = true;
-            t.cache = nullptr;
-            t.last = nullptr;
-            t.last_id = 0;
-            for (auto& e : entries)
-                if (!e.s->retired.load(std::memory_order_acquire)) orphan(*e.s);
+
+    struct policy {
+        // Orphans are kept (a per_thread object's registry stays at the peak
+        // number of threads, and goes with the object).
+        static constexpr std::size_t kept_orphans = std::numeric_limits<std::size_t>::max();
+        static void give_back(H& h, detail::remote_list::record* rec) noexcept {
+            const std::size_t size = static_cast<std::size_t>(rec->word >> 8);
+            const unsigned code = static_cast<unsigned>(rec->word & 0xff);
+            h.deallocate(rec, request{size, nullptr, code == 0 ? 0 : std::size_t{1} << code});
         }
+        static void prepare(H&) noexcept {}
+        static void attached(slot&) noexcept {}
+        static void detached(slot& s) noexcept {
+            if (tls().s == &s) tls() = {};
+        }
+        static std::size_t trim(H& h) noexcept {
+            if constexpr (has_trim<H>)
+                return h.trim();
+            else
+                return 0;
+        }
+        static bool holds_nothing(const H&) noexcept { return false; }
     };
-    static tls_cache& cache() {
-        static thread_local tls_cache c;
-        tls().cache = &c;
-        return c;
-    }
-    static std::uint64_t next_id() noexcept {
-        static std::atomic<std::uint64_t> n{0};
-        return n.fetch_add(1, std::memory_order_relaxed) + 1;
-    }
-    static void orphan(slot& s) noexcept {
-        if constexpr (has_trim<H>) s.heap->trim();
-        s.orphaned.store(true, std::memory_order_release);
-    }
 
     static constexpr bool ok_alignment(std::size_t a) noexcept {
         return (a == 0 || (a & (a - 1)) == 0) && a <= H::max_alignment;
@@ -141,12 +123,8 @@ public:
     per_thread(const per_thread&) = delete;
     per_thread& operator=(const per_thread&) = delete;
     ~per_thread() {
-        std::lock_guard g(registry_lock_);
-        for (auto& s : slots_) {
-            s->retired.store(true, std::memory_order_release);
-            s->remote.clear();   // those blocks go with the heap
-            s->heap.reset();
-        }
+        if (tls().id == id_) tls() = {};
+        registry_.retire();
     }
 
     std::size_t good_size(std::size_t n, std::size_t a = 0) const noexcept {
@@ -155,9 +133,12 @@ public:
         if constexpr (requires { H::good_size(m, a); }) {
             return H::good_size(m, a);   // static in allotheque::heap
         } else {   // a layer: ask this thread's heap (created if need be), or any heap
-            if (const slot* s = mine_or_new()) return std::as_const(*s->heap).good_size(m, a);
-            std::lock_guard g(registry_lock_);
-            return slots_.empty() ? 0 : std::as_const(*slots_.front()->heap).good_size(m, a);
+            if (const slot* s = mine_or_new()) return std::as_const(s->heap).good_size(m, a);
+            std::size_t g = 0;
+            registry_.for_each([&](slot& s) noexcept {
+                if (g == 0) g = std::as_const(s.heap).good_size(m, a);
+            });
+            return g;
         }
     }
 
@@ -167,8 +148,8 @@ public:
         R q = r;
         if (q.size < min_request) q.size = min_request;
         if (slot* s = mine_or_new()) {
-            if (s->remote.maybe_nonempty()) drain(*s);
-            return s->heap->try_allocate(q);
+            if (s->remote.maybe_nonempty()) registry_type::drain(s);
+            return s->heap.try_allocate(q);
         }
         return borrowed_allocate(q);
     }
@@ -177,18 +158,19 @@ public:
         if (!p) return;
         auto* owner = static_cast<slot*>(const_cast<void*>(H::owner_of(p)));
         const request q = parent_request(r);
-        if (owner == mine()) {
-            owner->heap->deallocate(p, q);
+        if (owner && owner == mine()) {
+            owner->heap.deallocate(p, q);
             return;
         }
         if (!owner) detail::fail("allotheque::layers::per_thread", "deallocate of a pointer no heap holds", p);
-        owner->remote.push(p, (static_cast<std::uint64_t>(q.size) << 8) | code_of(q.alignment));
+        const std::uint64_t word = (static_cast<std::uint64_t>(q.size) << 8) | code_of(q.alignment);
+        registry_type::hand_over(owner, [&](detail::remote_list& l) noexcept { l.push(p, word); });
     }
 
     // Takes back the blocks other threads freed into this thread's heap now
     // instead of at the next allocation.
     void collect() noexcept {
-        if (slot* s = mine()) drain(*s);
+        if (slot* s = mine()) registry_type::drain(s);
     }
 
     // This thread's heap's statistics (value-initialised when it has none yet).
@@ -197,13 +179,13 @@ public:
     {
         using result = decltype(std::declval<const H&>().stats());
         const slot* s = mine();
-        return s ? s->heap->stats() : result{};
+        return s ? s->heap.stats() : result{};
     }
     const void* last_allocation() const noexcept
         requires has_last_allocation<H>
     {
         const slot* s = mine();
-        return s ? s->heap->last_allocation() : nullptr;
+        return s ? s->heap.last_allocation() : nullptr;
     }
     // This thread's heap gives its free pages back (see heap::trim).
     std::size_t trim() noexcept
@@ -211,40 +193,37 @@ public:
     {
         slot* s = mine();
         if (!s) return 0;
-        drain(*s);
-        return s->heap->trim();
+        registry_type::drain(s);
+        return s->heap.trim();
     }
     // Quiescent only: drops every block of every thread's heap.
     void deallocate_all() noexcept
         requires has_deallocate_all<H>
     {
-        std::lock_guard g(registry_lock_);
-        for (auto& s : slots_) {
-            s->remote.clear();
-            s->heap->deallocate_all();
-        }
+        registry_.for_each([](slot& s) noexcept {
+            s.remote.clear();
+            s.heap.deallocate_all();
+        });
     }
     // Quiescent only: drains every heap's remote list (collect() for all threads).
     void collect_all() noexcept {
-        std::lock_guard g(registry_lock_);
-        for (auto& s : slots_) drain(*s);
+        registry_.for_each([](slot& s) noexcept { registry_type::drain(&s); });
     }
     // Quiescent only: f(H&) for every heap in the registry.
     template <class F>
     void for_each_heap(F&& f) {
-        std::lock_guard g(registry_lock_);
-        for (auto& s : slots_) f(*s->heap);
+        registry_.for_each([&](slot& s) { f(s.heap); });
     }
     // How many heaps the registry holds (at most the peak number of threads).
     std::size_t heap_count() const {
-        std::lock_guard g(registry_lock_);
-        return slots_.size();
+        std::size_t n = 0;
+        registry_.for_each([&](slot&) noexcept { ++n; });
+        return n;
     }
     // Blocks freed by a thread other than their owner so far.
     std::size_t remote_frees() const {
-        std::lock_guard g(registry_lock_);
         std::size_t n = 0;
-        for (auto& s : slots_) n += s->remote.pushed();
+        registry_.for_each([&](slot& s) noexcept { n += s.remote.pushed(); });
         return n;
     }
 
@@ -252,75 +231,33 @@ private:
     static unsigned code_of(std::size_t a) noexcept { return a == 0 ? 0u : static_cast<unsigned>(std::countr_zero(a)); }
 
     // This thread's slot, or nullptr when it has not allocated through this
-    // object (or its thread-local state is being destroyed).
+    // object (or has exited).
     slot* mine() const noexcept {
-        tls_state& t = tls();
-        if (t.last_id == id_) return t.last;
-        if (!t.cache) return nullptr;
-        for (auto& e : t.cache->entries)
-            if (e.id == id_) {
-                t.last_id = id_;
-                t.last = e.s.get();
-                return t.last;
-            }
-        return nullptr;
+        tls_cache& t = tls();
+        if (t.id == id_) return t.s;
+        slot* s = registry_.held();
+        if (s) t = {id_, s};
+        return s;
     }
     slot* mine_or_new() const noexcept {
         if (slot* s = mine()) return s;
-        if (tls().dead) return nullptr;
-        try {
-            tls_cache& c = cache();
-            std::erase_if(c.entries, [](const tls_entry& e) { return e.s->retired.load(std::memory_order_acquire); });
-            c.entries.reserve(c.entries.size() + 1);
-            std::shared_ptr<slot> s = adopt_or_create();
-            c.entries.push_back({id_, s});
-            tls_state& t = tls();
-            t.last_id = id_;
-            t.last = s.get();
-            return t.last;
-        } catch (...) {
-            return nullptr;
-        }
-    }
-    std::shared_ptr<slot> adopt_or_create() const {
-        std::lock_guard g(registry_lock_);
-        for (auto& s : slots_) {
-            bool expected = true;
-            if (s->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) return s;
-        }
-        auto s = std::make_shared<slot>();
-        s->heap.emplace();
-        s->heap->set_owner_tag(s.get());
-        slots_.reserve(slots_.size() + 1);
-        slots_.push_back(s);
+        slot* s = registry_.attach();
+        if (s) tls() = {id_, s};
         return s;
     }
-    // A thread whose thread-local state is gone: one allocation from an
-    // orphaned heap taken and given back around it (or a new one, orphaned after).
+    // A thread that has exited: one allocation from an orphan taken and given
+    // back around it (or a new heap, orphaned after).
     void* borrowed_allocate(const request& q) noexcept {
-        std::shared_ptr<slot> s;
-        try {
-            s = adopt_or_create();
-        } catch (...) {
-            return nullptr;
-        }
-        drain(*s);
-        void* p = s->heap->try_allocate(q);
-        s->orphaned.store(true, std::memory_order_release);
+        slot* s = registry_.take();
+        if (!s) return nullptr;
+        registry_type::drain(s);
+        void* p = s->heap.try_allocate(q);
+        registry_.release(s);
         return p;
     }
-    // Owner only: gives every remotely freed block back to the heap.
-    static void drain(slot& s) noexcept {
-        s.remote.drain([&](detail::remote_list::record* rec) noexcept {
-            const std::size_t size = static_cast<std::size_t>(rec->word >> 8);
-            const unsigned code = static_cast<unsigned>(rec->word & 0xff);
-            s.heap->deallocate(rec, request{size, nullptr, code == 0 ? 0 : std::size_t{1} << code});
-        });
-    }
 
-    const std::uint64_t id_ = next_id();
-    mutable std::mutex registry_lock_;
-    mutable std::vector<std::shared_ptr<slot>> slots_;
+    mutable registry_type registry_;
+    const std::uint64_t id_ = registry_.id();
 };
 
 } // namespace allotheque::layers

@@ -333,7 +333,9 @@ private:
     [[gnu::noinline]] static void* allocate_slow(std::size_t n, std::size_t a, bool zero) noexcept {
         if (thread_heap* th = tl_heap) [[likely]]
             return allocate_in(th, n, a, zero);
-        if (tl_state == thread_state::exited) {
+        // Exited: this thread's heap went back (or it never had one and its
+        // exit hand-over ran for another user of the machinery).
+        if (tl_state == thread_state::exited || detail::thread_binding::exited()) {
             base::ensure_started();
             thread_heap* th = base::take_heap();
             if (!th) {
@@ -352,8 +354,9 @@ private:
         return allocate_in(th, n, a, zero);
     }
 
-    // The span of a block start of this library, or abort.
-    static span* block_span(void* p, const char* what) noexcept {
+    // The span of a block start of this library, or abort. Inlined: on free's
+    // and realloc's paths it is most of the work.
+    [[gnu::always_inline]] static span* block_span(void* p, const char* what) noexcept {
         if constexpr (block_heap) {
             // A block's tags sit in the 16 bytes before it, in its span.
             using tags = boundary_tags;
@@ -399,8 +402,7 @@ private:
             return;
         }
         w = marks::remote(p);
-        owner->remote.push_link(p);
-        if (owner->orphaned.load(std::memory_order_relaxed)) base::service_orphan(owner);
+        base::hand_over(owner, p);
     }
 
     [[gnu::always_inline]] static std::size_t usable_in(void* p, [[maybe_unused]] span* sp) noexcept {

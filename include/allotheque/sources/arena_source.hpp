@@ -17,7 +17,8 @@
 // `ulimit -v`, strict overcommit) the size is halved down to the request.
 //
 // Thread-safe (one mutex; the heaps above ask it only to grow, rarely) and
-// fork-safe (the mutex is taken around fork; registered on first use).
+// fork-safe: the mutex is taken around fork after every thread registry's
+// (detail/fork_guard.hpp), from the first use on.
 // Addresses the heap gives back must be ranges it got, as for every source.
 #pragma once
 #include <pthread.h>
@@ -34,6 +35,7 @@
 #include <allotheque/backend/record_pool.hpp>
 #include <allotheque/backend/span.hpp>
 #include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/fork_guard.hpp>
 #include <allotheque/detail/immortal.hpp>
 #include <allotheque/sources/mmap_source.hpp>
 #include <allotheque/sources/source.hpp>
@@ -98,17 +100,10 @@ public:
         return shared().handed_out;
     }
 
-    // Fork protocol for code that registers its own handlers and must order
-    // its locks before this one (the malloc replacement): lock before fork,
-    // unlock in both processes after.
-    static void prefork() noexcept { shared().lock.lock(); }
-    static void postfork() noexcept { shared().lock.unlock(); }
-    // Call before the first allocate: the caller's own fork handlers call
-    // prefork/postfork, and this source registers none of its own (two would
-    // take the same lock twice).
-    static void fork_handled_externally() noexcept { shared().fork_registered.store(true, std::memory_order_release); }
-
 private:
+    static void prefork(detail::fork_member*) noexcept { shared().lock.lock(); }
+    static void postfork(detail::fork_member*) noexcept { shared().lock.unlock(); }
+
     struct state {
         std::mutex lock;
         backend::range_set free;
@@ -120,14 +115,16 @@ private:
         std::size_t arena_count = 0, reserved = 0, handed_out = 0;
         std::size_t next_size = first_arena;
         std::atomic<bool> fork_registered{false};
+        detail::fork_member fork{nullptr, nullptr, &arena_source::prefork, &arena_source::postfork,
+                                 &arena_source::postfork, false};
 
         void register_fork_handlers() noexcept {
             if (fork_registered.load(std::memory_order_acquire)) return;
             bool expected = false;
-            // Set before registering: pthread_atfork may allocate, and that
+            // Set before joining: pthread_atfork may allocate, and that
             // allocation may come back here.
             if (fork_registered.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
-                ::pthread_atfork(&arena_source::prefork, &arena_source::postfork, &arena_source::postfork);
+                detail::fork_guard::join(&fork, detail::fork_guard::sources);
         }
 
         bool reserve(std::size_t n) noexcept {

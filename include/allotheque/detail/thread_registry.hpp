@@ -1,0 +1,325 @@
+// thread_registry<H, Policy>: the heaps of one per-thread allocator, one per
+// thread, shared by layers::per_thread and the malloc replacement
+// (malloc/thread_heaps.hpp). Each heap sits in a slot of its own mapping
+// with its remote-free list (detail/remote_list.hpp); the slot is the heap's
+// owner tag, so free(p) finds it through the page map.
+//
+// Life of a slot: a thread takes one (an orphan if any waits, else a new
+// one) and holds it until it exits (detail/thread_binding.hpp); then the heap
+// takes back its remote frees, trims, and becomes an orphan for the next new
+// thread to adopt, so thread churn does not grow the registry beyond the peak
+// number of live threads. Empty orphans beyond Policy::kept_orphans are
+// destroyed. Frees that keep arriving for an orphan are given back by the
+// threads that push them, now and then (service_orphan), so nothing piles up.
+// A slot's memory is never returned while its registry lives: a thread that
+// pushed a remote free may still read the slot's `orphaned` flag.
+//
+// The lock guards the list of slots and spare memory, and is never held across
+// anything that can allocate or throw (a heap whose tables cannot be mapped
+// throws bad_alloc, which malloc's exception handling would bring back here).
+// Fork: detail/fork_guard.hpp.
+//
+// Policy (static members): give_back(H&, remote_list::record*) returns a
+// remotely freed block to the heap; prepare(H&) runs once a new heap exists;
+// attached(slot&) / detached(slot&) tell the front end the calling thread now
+// holds / no longer holds the slot; trim(H&) at thread exit;
+// holds_nothing(const H&): whether an orphan may be destroyed; kept_orphans.
+#pragma once
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/fork_guard.hpp>
+#include <allotheque/detail/remote_list.hpp>
+#include <allotheque/detail/thread_binding.hpp>
+
+namespace allotheque::detail {
+
+template <class H, class Policy>
+class thread_registry : private fork_member {
+public:
+    // The heap comes first: the fast paths reach it at the slot's address.
+    struct slot {
+        H heap;
+        remote_list remote;
+        std::atomic<bool> orphaned{false};   // no thread holds it: adoptable
+        bool abandoned = false;              // a thread that did not survive fork() held it
+        slot* next_all = nullptr;
+        thread_registry* registry = nullptr;
+        held_link link;   // link.mapping is the slot itself
+    };
+
+    constexpr thread_registry() noexcept : fork_member{nullptr, nullptr, &prefork, &postfork_parent, &postfork_child, false} {}
+    thread_registry(const thread_registry&) = delete;
+    thread_registry& operator=(const thread_registry&) = delete;
+
+    std::uint64_t id() noexcept {
+        std::uint64_t i = id_.load(std::memory_order_acquire);
+        if (i != 0) return i;
+        const std::uint64_t fresh = thread_binding::next_id();
+        return id_.compare_exchange_strong(i, fresh, std::memory_order_acq_rel) ? fresh : i;
+    }
+
+    // The calling thread's slot of this registry, or nullptr.
+    slot* held() noexcept {
+        held_link* l = thread_binding::find(id());
+        return l ? static_cast<slot*>(l->mapping) : nullptr;
+    }
+
+    // A slot for the calling thread to hold until it exits: adopted or new.
+    // nullptr when there is no memory for one, or when the thread has exited.
+    slot* attach() noexcept {
+        if (thread_binding::exited()) return nullptr;
+        thread_binding::drop_retired(&unmap);
+        slot* s = take();
+        if (!s) return nullptr;
+        s->link.registry_id.store(id(), std::memory_order_release);
+        Policy::attached(*s);   // before anything below may allocate
+        drain(s);
+        if (!thread_binding::hold(&s->link)) {
+            Policy::detached(*s);
+            release(s);
+            return nullptr;
+        }
+        fork_guard::join(this, fork_guard::registries);
+        return s;
+    }
+
+    // An orphan taken over by the caller, or a new slot linked in; nullptr when
+    // no memory is left for one. The caller gives it back with release().
+    slot* take() noexcept {
+        pthread_mutex_lock(&lock_);
+        for (slot* h = all_; h; h = h->next_all) {
+            bool expected = true;
+            if (!h->abandoned && h->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) {
+                --orphans_;
+                pthread_mutex_unlock(&lock_);
+                return h;
+            }
+        }
+        pthread_mutex_unlock(&lock_);
+        slot* s = make();
+        if (!s) return nullptr;
+        pthread_mutex_lock(&lock_);
+        s->next_all = all_;
+        all_ = s;
+        pthread_mutex_unlock(&lock_);
+        return s;
+    }
+
+    // The caller stops holding s: it becomes an orphan, or is destroyed when
+    // it holds nothing and enough orphans wait already.
+    void release(slot* s) noexcept {
+        pthread_mutex_lock(&lock_);
+        if (orphans_ >= Policy::kept_orphans && empty(s)) {
+            destroy_locked(s);
+        } else {
+            ++orphans_;
+            s->orphaned.store(true, std::memory_order_release);
+        }
+        pthread_mutex_unlock(&lock_);
+    }
+
+    // The holder (or a thread that took s) gives every remotely freed block back.
+    [[gnu::always_inline]] static void drain(slot* s) noexcept {
+        s->remote.drain([s](remote_list::record* r) noexcept { Policy::give_back(s->heap, r); });
+    }
+
+    // A thread frees a block of another's heap: the block joins s's list.
+    // push(list) links it in (push or push_link, with what the record holds).
+    template <class Push>
+    [[gnu::always_inline]] static void hand_over(slot* s, Push push) noexcept {
+        push(s->remote);
+        if (s->orphaned.load(std::memory_order_relaxed)) service_orphan(s);
+    }
+
+    // glibc's malloc_trim: the caller's slot and every orphan give their free
+    // pages back, and orphans left holding nothing are destroyed. How many
+    // bytes went back (at least 1 for each destroyed orphan).
+    std::size_t trim_all(slot* mine) noexcept {
+        std::size_t back = 0;
+        if (mine) {
+            drain(mine);
+            back += Policy::trim(mine->heap);
+        }
+        pthread_mutex_lock(&lock_);
+        for (slot* h = all_; h;) {
+            slot* next = h->next_all;
+            bool expected = true;
+            if (!h->abandoned && h->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) {
+                drain(h);
+                back += Policy::trim(h->heap);
+                if (empty(h)) {
+                    --orphans_;
+                    destroy_locked(h);
+                    ++back;
+                } else {
+                    h->orphaned.store(true, std::memory_order_release);
+                }
+            }
+            h = next;
+        }
+        pthread_mutex_unlock(&lock_);
+        return back;
+    }
+
+    // f(slot&) for every slot, under the lock (f must not allocate through this registry).
+    template <class F>
+    void for_each(F&& f) noexcept(noexcept(f(std::declval<slot&>()))) {
+        pthread_mutex_lock(&lock_);
+        struct unlock {
+            pthread_mutex_t* m;
+            ~unlock() { pthread_mutex_unlock(m); }
+        } g{&lock_};
+        for (slot* h = all_; h; h = h->next_all) f(*h);
+    }
+
+    // The owner of the registry goes away (quiescent: no thread uses it). Every
+    // heap is destroyed; slots no live thread holds are unmapped now, the others
+    // by their holders (at exit, or at their next attach to any registry).
+    void retire() noexcept {
+        fork_guard::leave(this, fork_guard::registries);
+        pthread_mutex_lock(&lock_);
+        for (slot* h = all_; h;) {
+            slot* next = h->next_all;
+            const bool holder_lives = !h->orphaned.load(std::memory_order_acquire) && !h->abandoned;
+            h->remote.clear();   // those blocks go with the heap
+            const bool mine = thread_binding::holds(&h->link);
+            if (mine) thread_binding::unhold(&h->link);
+            void* m = h->link.mapping;
+            h->heap.~H();
+            h->remote.~remote_list();
+            if (holder_lives && !mine)
+                h->link.registry_id.store(0, std::memory_order_release);   // the holder unmaps it
+            else
+                unmap(m, slot_bytes);
+            h = next;
+        }
+        all_ = nullptr;
+        orphans_ = 0;
+        while (spare_) {
+            spare_slot* next = spare_->next;
+            unmap(spare_, slot_bytes);
+            spare_ = next;
+        }
+        pthread_mutex_unlock(&lock_);
+    }
+
+private:
+    static constexpr std::size_t slot_bytes = round_up(sizeof(slot), page_size);
+
+    struct spare_slot {
+        spare_slot* next;
+    };
+
+    static void unmap(void* m, std::size_t n) noexcept { ::munmap(m, n); }
+
+    // Whether a slot held by the caller holds no memory a block could be in:
+    // then no thread can reach it through the page map any more.
+    static bool empty(slot* s) noexcept { return Policy::holds_nothing(s->heap) && !s->remote.maybe_nonempty(); }
+
+    // Frees keep arriving for a heap whose thread exited and that no new
+    // thread adopted yet: the threads that push them take the heap for a
+    // moment, one push in 64, and give the blocks back to it.
+    // Out of line: the remote-free path that calls it stays a leaf.
+    [[gnu::noinline, gnu::cold]] static void service_orphan(slot* s) noexcept {
+        if (++thread_binding::pushes() % 64 != 0) return;
+        bool expected = true;
+        if (s->abandoned || !s->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) return;
+        drain(s);
+        s->orphaned.store(true, std::memory_order_release);
+    }
+
+    // A new slot, outside the lock (H's constructor may map tables and throw).
+    slot* make() noexcept {
+        void* m = nullptr;
+        pthread_mutex_lock(&lock_);
+        if (spare_) {
+            m = spare_;
+            spare_ = spare_->next;
+        }
+        pthread_mutex_unlock(&lock_);
+        if (!m) {
+            m = ::mmap(nullptr, slot_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m == MAP_FAILED) return nullptr;
+        }
+        slot* s = nullptr;
+        try {
+            s = ::new (m) slot();
+        } catch (...) {   // the heap's tables could not be mapped
+            pthread_mutex_lock(&lock_);
+            auto* sp = static_cast<spare_slot*>(m);
+            sp->next = spare_;
+            spare_ = sp;
+            pthread_mutex_unlock(&lock_);
+            return nullptr;
+        }
+        s->link.on_exit = &at_thread_exit;
+        s->link.mapping = m;
+        s->link.mapped_bytes = slot_bytes;
+        s->registry = this;
+        s->heap.set_owner_tag(s);
+        Policy::prepare(s->heap);
+        return s;
+    }
+
+    // Under the lock, with s held by the caller and empty: unlinks and
+    // destroys it, keeping its memory for the next slot.
+    void destroy_locked(slot* s) noexcept {
+        for (slot** link = &all_; *link; link = &(*link)->next_all)
+            if (*link == s) {
+                *link = s->next_all;
+                break;
+            }
+        s->~slot();
+        // What a late reader of `orphaned` sees: all zero, not adoptable.
+        std::memset(static_cast<void*>(s), 0, sizeof(slot));
+        auto* sp = reinterpret_cast<spare_slot*>(s);
+        sp->next = spare_;
+        spare_ = sp;
+    }
+
+    // The holder exits (thread_binding): the heap takes back its remote frees,
+    // trims and goes to the orphans; a slot whose registry is gone is unmapped.
+    static void at_thread_exit(held_link* l) noexcept {
+        if (l->registry_id.load(std::memory_order_acquire) == 0) {
+            unmap(l->mapping, l->mapped_bytes);
+            return;
+        }
+        auto* s = static_cast<slot*>(l->mapping);
+        Policy::detached(*s);
+        drain(s);
+        Policy::trim(s->heap);
+        s->registry->release(s);
+    }
+
+    static void prefork(fork_member* m) noexcept {
+        auto* r = owner_of(m);
+        pthread_mutex_lock(&r->lock_);
+    }
+    static void postfork_parent(fork_member* m) noexcept { pthread_mutex_unlock(&owner_of(m)->lock_); }
+    // Only the forking thread exists now: heaps other threads were holding may
+    // be mid-update and are never touched again (their blocks leak in the child).
+    static void postfork_child(fork_member* m) noexcept {
+        auto* r = owner_of(m);
+        pthread_mutex_init(&r->lock_, nullptr);
+        for (slot* h = r->all_; h; h = h->next_all)
+            if (!h->orphaned.load(std::memory_order_relaxed) && !thread_binding::holds(&h->link)) h->abandoned = true;
+    }
+    static thread_registry* owner_of(fork_member* m) noexcept { return static_cast<thread_registry*>(m); }
+
+    pthread_mutex_t lock_ = PTHREAD_MUTEX_INITIALIZER;
+    slot* all_ = nullptr;              // under lock_
+    std::size_t orphans_ = 0;          // under lock_
+    spare_slot* spare_ = nullptr;      // under lock_
+    std::atomic<std::uint64_t> id_{0};
+};
+
+} // namespace allotheque::detail
