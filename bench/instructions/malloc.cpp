@@ -21,7 +21,6 @@
 // that do nothing: the harness's own share of each row.
 //
 // Prints one JSON line per pattern, with the malloc library that is mapped in.
-#include <dlfcn.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +32,8 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include <allotheque/malloc_stats.h>
 
 #include "instructions/measure.hpp"
 #include "process_memory.hpp"
@@ -184,14 +185,9 @@ outcome run_pattern(std::string_view pattern, P& p, std::size_t steps, std::size
 
 constexpr const char* patterns[] = {"pair", "batch", "random", "realloc", "calloc", "aligned", "remote"};
 
-// The heap an allotheque malloc library names, or nullptr for any other malloc.
-const char* allotheque_heap() {
-    void* sym = ::dlsym(RTLD_DEFAULT, "allotheque_malloc_heap_name");
-    if (!sym) return nullptr;
-    const char* (*name)() = nullptr;
-    std::memcpy(&name, &sym, sizeof name);   // object to function pointer, without the cast
-    return name();
-}
+// The heap an allotheque malloc library names, or nullptr for any other malloc
+// (the weak declaration of <allotheque/malloc_stats.h> is null without one).
+const char* allotheque_heap() { return allotheque_malloc_heap_name ? allotheque_malloc_heap_name() : nullptr; }
 
 // What a smoke run (no valgrind) can check of the blocks themselves.
 bool blocks_ok() {

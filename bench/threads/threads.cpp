@@ -5,7 +5,7 @@
 // program calls only malloc/free and operator new/delete, so the same binary
 // runs under every malloc by LD_PRELOAD. It reports which malloc is mapped
 // (/proc/self/maps) and, for an allotheque library, the heap that library names
-// through its exported allotheque_malloc_heap_name() (found by dlsym).
+// through its exported allotheque_malloc_heap_name() (<allotheque/malloc_stats.h>).
 //
 // Workloads (sizes in bytes):
 //   server    one shared table of 4096 slots per thread; each thread swaps a
@@ -30,7 +30,6 @@
 //
 // Exit codes: 0 success; 1 self-test failure; 2 verification failure;
 // 64 bad command line.
-#include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +49,8 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include <allotheque/malloc_stats.h>
 
 #include "process_memory.hpp"
 #include "spawn.hpp"
@@ -475,14 +476,9 @@ const workload_entry* find_workload(std::string_view name) {
     return nullptr;
 }
 
-// The heap an allotheque malloc library names, or nullptr for any other malloc.
-const char* allotheque_heap() {
-    void* sym = ::dlsym(RTLD_DEFAULT, "allotheque_malloc_heap_name");
-    if (!sym) return nullptr;
-    const char* (*name)() = nullptr;
-    std::memcpy(&name, &sym, sizeof name);   // object to function pointer, without the cast
-    return name();
-}
+// The heap an allotheque malloc library names, or nullptr for any other malloc
+// (the weak declaration of <allotheque/malloc_stats.h> is null without one).
+const char* allotheque_heap() { return allotheque_malloc_heap_name ? allotheque_malloc_heap_name() : nullptr; }
 
 std::string json_string_or_null(const char* s) { return s ? "\"" + std::string(s) + "\"" : "null"; }
 

@@ -57,6 +57,7 @@
 #include <allotheque/allocators/segregated.hpp>
 #include <allotheque/allocators/velox.hpp>
 #include <allotheque/heap.hpp>
+#include <allotheque/malloc_stats.h>
 
 #include "process_memory.hpp"
 #include "replay_plan.hpp"
@@ -371,8 +372,8 @@ int run(const loaded_plan& plan, slot_entry* slots, const char* name, const char
 // library reports that name (a library preloaded but shadowed, or another
 // allotheque malloc, would be measured under the wrong name).
 void check_allotheque_malloc(const char* heap) {
-    using name_fn = const char* (*)();
-    const auto name = reinterpret_cast<name_fn>(::dlsym(RTLD_DEFAULT, "allotheque_malloc_heap_name"));
+    // Weak (<allotheque/malloc_stats.h>): null unless an allotheque malloc is loaded.
+    const auto name = &allotheque_malloc_heap_name;
     if (!name)
         die(std::string("allocator 'malloc-") + heap + "' requested but no allotheque malloc is loaded (the active malloc is '" +
             malloc_library() + "'; run with LD_PRELOAD of liballotheque_malloc_" + heap + ".so)");
