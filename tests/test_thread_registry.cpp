@@ -36,7 +36,6 @@ namespace al = allotheque;
 namespace {
 
 struct per_thread_front {
-    static constexpr const char* name = "layers::per_thread";
     using layer = al::layers::per_thread<al::segregated_heap<>>;
     // Never destroyed: key destructors of exiting threads may use it after main.
     static layer& h() {
@@ -54,7 +53,6 @@ struct test_malloc {
     static constexpr const char* name = "test";
 };
 struct malloc_front {
-    static constexpr const char* name = "malloc_runtime";
     using rt = al::malloc_runtime<test_malloc>;
     static void* allocate(std::size_t n) { return rt::allocate(n, 16); }
     static void free(void* p, std::size_t) { rt::deallocate(p); }

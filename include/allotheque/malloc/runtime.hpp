@@ -386,6 +386,16 @@ private:
     [[gnu::always_inline]] static void deallocate_body(void* p) noexcept {
         if (!p) return;
         span* sp = block_span(p, "free");
+        // A large block leaves the inlined path here: the small path then knows
+        // its span's state, and the heap's free does not test it again.
+        if constexpr (!block_heap)
+            if (sp->state == span_state::large) [[unlikely]]
+                return release_large(p, sp);
+        release(p, sp);
+    }
+    [[gnu::noinline, gnu::cold]] static void release_large(void* p, span* sp) noexcept { release(p, sp); }
+
+    [[gnu::always_inline]] static void release(void* p, span* sp) noexcept {
         auto* owner = static_cast<thread_heap*>(const_cast<void*>(sp->owner));
         // Marks (detail/free_marks.hpp): "remote" while a block waits on its
         // owner's list (drain clears it), "local" (exact heaps) once it is back
