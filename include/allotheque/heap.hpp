@@ -441,7 +441,14 @@ private:
     [[gnu::always_inline]] static constexpr size_class classify_small(std::size_t n) noexcept
         requires(classifies)
     {
-        if (n <= small_table_max) return small_table.of[(n + granularity - 1) / granularity];
+        if (n <= small_table_max) {
+            const size_class c = small_table.of[(n + granularity - 1) / granularity];
+            // What the table holds, told to the optimiser: the checks after the
+            // load (below the large threshold, inside the partition's classes)
+            // then fold away instead of costing a compare and a branch each.
+            if (c.size > small_table_bounds.size || c.index > small_table_bounds.index) __builtin_unreachable();
+            return c;
+        }
         return classify_rule(n);
     }
     static constexpr size_class classify_rule(std::size_t n) noexcept
@@ -462,6 +469,15 @@ private:
         if constexpr (classifies)
             for (std::size_t i = 0; i <= small_table_max / granularity; ++i) t.of[i] = classify_rule(i * granularity);
         return t;
+    }();
+    // The largest size and index in the table.
+    static constexpr size_class small_table_bounds = [] {
+        size_class b{0, 0};
+        for (const size_class& c : small_table.of) {
+            b.size = std::max(b.size, c.size);
+            b.index = std::max(b.index, c.index);
+        }
+        return b;
     }();
     // Whether r is served from class c (classify_small(r.size)): allocate and
     // deallocate must agree on it, so it is written once.

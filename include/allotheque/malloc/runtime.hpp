@@ -25,6 +25,12 @@
 #include <allotheque/malloc/thread_heaps.hpp>
 #include <allotheque/malloc_stats.h>
 
+#if defined(__clang__)
+#define ALLOTHEQUE_DETAIL_OPAQUE [[gnu::noinline]]
+#else
+#define ALLOTHEQUE_DETAIL_OPAQUE [[gnu::noipa]]
+#endif
+
 namespace allotheque {
 
 template <malloc_declaration D>
@@ -383,17 +389,33 @@ private:
 
     [[gnu::noinline]] static void deallocate_outlined(void* p) noexcept { deallocate_body(p); }
 
+    // Every refusal on free's inlined path is a sibling call (a jump) to a
+    // function that does not return, rather than a call: then free calls
+    // nothing on its fast path and needs no stack frame.
     [[gnu::always_inline]] static void deallocate_body(void* p) noexcept {
         if (!p) return;
-        span* sp = block_span(p, "free");
-        // A large block leaves the inlined path here: the small path then knows
-        // its span's state, and the heap's free does not test it again.
-        if constexpr (!block_heap)
+        span* sp;
+        if constexpr (block_heap) {
+            sp = block_span(p, "free");
+        } else {
+            sp = heap_type::span_of_any(p);
+            if (!sp) [[unlikely]]
+                return refuse(p);
+            // A large block leaves the inlined path here: the small path then
+            // knows its span's state, and the heap's free does not test it again.
             if (sp->state == span_state::large) [[unlikely]]
                 return release_large(p, sp);
+        }
         release(p, sp);
     }
     [[gnu::noinline, gnu::cold]] static void release_large(void* p, span* sp) noexcept { release(p, sp); }
+    // Not [[noreturn]], and opaque to g++'s interprocedural passes (which
+    // would find they never return and keep the calls as calls), so that the
+    // callers can jump to them.
+    ALLOTHEQUE_DETAIL_OPAQUE [[gnu::cold]] static void refuse(void* p) noexcept { invalid("free", p); }
+    ALLOTHEQUE_DETAIL_OPAQUE [[gnu::cold]] static void refuse_double(void* p) noexcept {
+        detail::fail("allotheque malloc", "double free", "free", p);
+    }
 
     [[gnu::always_inline]] static void release(void* p, span* sp) noexcept {
         auto* owner = static_cast<thread_heap*>(const_cast<void*>(sp->owner));
@@ -401,9 +423,11 @@ private:
         // owner's list (drain clears it), "local" (exact heaps) once it is back
         // in the owner's partition; a block heap's tags say the rest.
         std::uint64_t& w = marks::word(p);
-        if (w == marks::remote(p)) detail::fail("allotheque malloc", "double free", "free", p);
+        if (w == marks::remote(p)) [[unlikely]]
+            return refuse_double(p);
         // Caught here rather than in the heap, so the message speaks malloc's words.
-        if (!block_heap && w == marks::local(p)) detail::fail("allotheque malloc", "double free", "free", p);
+        if (!block_heap && w == marks::local(p)) [[unlikely]]
+            return refuse_double(p);
         if (owner == tl_heap) {
             if constexpr (block_heap)
                 owner->heap.deallocate(p);
@@ -436,3 +460,5 @@ private:
 };
 
 } // namespace allotheque
+
+#undef ALLOTHEQUE_DETAIL_OPAQUE
