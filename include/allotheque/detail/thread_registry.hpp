@@ -56,7 +56,8 @@ public:
         held_link link;   // link.mapping is the slot itself
     };
 
-    constexpr thread_registry() noexcept : fork_member{nullptr, nullptr, &prefork, &postfork_parent, &postfork_child, false} {}
+    constexpr thread_registry() noexcept
+        : fork_member{nullptr, nullptr, &prefork, &postfork_parent, &postfork_child, false} {}
     thread_registry(const thread_registry&) = delete;
     thread_registry& operator=(const thread_registry&) = delete;
 
