@@ -115,6 +115,20 @@ public:
         return s;
     }
 
+    // For a thread that has exited (a later pthread key's destructor): f(slot&)
+    // on an orphan taken for the one call, or on a new slot that becomes one;
+    // f's result, or nullptr when no slot can be had. Out of line: rare, and
+    // kept off the callers' fast paths.
+    template <class F>
+    [[gnu::noinline, gnu::cold]] void* borrow(F f) noexcept {
+        slot* s = take();
+        if (!s) return nullptr;
+        drain(s);
+        void* p = f(*s);
+        release(s);
+        return p;
+    }
+
     // The caller stops holding s: it becomes an orphan, or is destroyed when
     // it holds nothing and enough orphans wait already.
     void release(slot* s) noexcept {

@@ -151,7 +151,7 @@ public:
             if (s->remote.maybe_nonempty()) registry_type::drain(s);
             return s->heap.try_allocate(q);
         }
-        return borrowed_allocate(q);
+        return registry_.borrow([&](slot& s) noexcept { return s.heap.try_allocate(q); });
     }
 
     void deallocate(void* p, const request& r) noexcept {
@@ -245,17 +245,6 @@ private:
         if (s) tls() = {id_, s};
         return s;
     }
-    // A thread that has exited: one allocation from an orphan taken and given
-    // back around it (or a new heap, orphaned after).
-    void* borrowed_allocate(const request& q) noexcept {
-        slot* s = registry_.take();
-        if (!s) return nullptr;
-        registry_type::drain(s);
-        void* p = s->heap.try_allocate(q);
-        registry_.release(s);
-        return p;
-    }
-
     mutable registry_type registry_;
     const std::uint64_t id_ = registry_.id();
 };

@@ -39,10 +39,8 @@ class malloc_runtime : public malloc_threads<D> {
     using base = malloc_threads<D>;
     using typename base::marks;
     using typename base::thread_heap;
-    using typename base::thread_state;
     using base::block_heap;
     using base::tl_heap;
-    using base::tl_state;
     using span = backend::span;
     using span_state = backend::span_state;
 
@@ -341,15 +339,9 @@ private:
             return allocate_in(th, n, a, zero);
         // Exited: this thread's heap went back (or it never had one and its
         // exit hand-over ran for another user of the machinery).
-        if (tl_state == thread_state::exited || detail::thread_binding::exited()) {
-            base::ensure_started();
-            thread_heap* th = base::take_heap();
-            if (!th) {
-                errno = ENOMEM;
-                return nullptr;
-            }
-            void* p = allocate_in(th, n, a, zero);
-            base::release_heap(th);
+        if (detail::thread_binding::exited()) {
+            void* p = base::borrow([&](thread_heap& th) noexcept { return allocate_in(&th, n, a, zero); });
+            if (!p) errno = ENOMEM;
             return p;
         }
         thread_heap* th = base::attach();

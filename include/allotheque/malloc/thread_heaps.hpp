@@ -38,11 +38,9 @@ public:
     using registry_type = detail::thread_registry<heap_type, policy>;
     using thread_heap = typename registry_type::slot;
 
-    // Where the calling thread is in its life, for the slow paths.
-    enum class thread_state : unsigned char { fresh, attaching, attached, exited };
     static inline constinit thread_local thread_heap* tl_heap [[gnu::tls_model("initial-exec")]] = nullptr;
-    static inline constinit thread_local thread_state tl_state [[gnu::tls_model("initial-exec")]] =
-        thread_state::fresh;
+    // Set while the thread's heap is being made (attach's re-entry guard).
+    static inline constinit thread_local bool tl_attaching [[gnu::tls_model("initial-exec")]] = false;
 
     struct policy {
         static constexpr std::size_t kept_orphans = 8;   // empty heaps beyond these are destroyed at thread exit
@@ -60,10 +58,9 @@ public:
         }
         static void attached(thread_heap& th) noexcept { tl_heap = &th; }
         // Key destructors that run after the thread's exit may still allocate:
-        // they borrow a heap for each call (tl_state = exited).
+        // they find it exited (thread_binding) and borrow a heap for each call.
         static void detached(thread_heap& th) noexcept {
             if (tl_heap == &th) tl_heap = nullptr;
-            tl_state = thread_state::exited;
         }
         static std::size_t trim(heap_type& h) noexcept { return h.trim(); }
         // No memory a block could be in: no thread can reach it any more.
@@ -74,8 +71,12 @@ public:
     };
 
     static void drain(thread_heap* th) noexcept { registry_type::drain(th); }
-    static thread_heap* take_heap() noexcept { return registry.take(); }
-    static void release_heap(thread_heap* th) noexcept { registry.release(th); }
+    // See thread_registry::borrow.
+    template <class F>
+    static void* borrow(F f) noexcept {
+        ensure_started();
+        return registry.borrow(f);
+    }
 
     static void ensure_started() noexcept {
         if (started.load(std::memory_order_acquire)) return;
@@ -92,12 +93,11 @@ public:
     // while the heap is built allocates): that inner call gets NULL, never a
     // wait on a lock.
     [[gnu::noinline, gnu::cold]] static thread_heap* attach() noexcept {
-        if (tl_state == thread_state::attaching) return nullptr;
-        const thread_state was = tl_state;
-        tl_state = thread_state::attaching;
+        if (tl_attaching) return nullptr;
+        tl_attaching = true;
         ensure_started();
         thread_heap* th = registry.attach();   // sets tl_heap before anything that may allocate
-        tl_state = th ? thread_state::attached : was;
+        tl_attaching = false;
         return th;
     }
 
