@@ -197,6 +197,28 @@ struct hash_table {
         if (std::byte* p = try_allocate_fast(h, r)) [[likely]] return p;
         return allocate_missed(h, r);
     }
+    // The fast path alone, for a caller with a slow path of its own
+    // (heap::try_allocate_cached, under the malloc): a pop when the size's
+    // entry names the target's class, else nullptr with nothing changed. It
+    // calls nothing and leaves the walk's end to allocate (whose directory
+    // tests took four more registers, which every malloc saved and restored).
+    template <request_like R>
+    [[gnu::always_inline]] static std::byte* allocate_cached(header_type& h, const R& r) noexcept
+        requires has_front
+    {
+        if (h.held.p) return nullptr;
+        const front_entry& e = front_of(h, r.size);
+        if (e.n != r.size || e.i != target_class(h, r)) return nullptr;
+        return take_front(h, e, r);
+    }
+    // What allocate does after allocate_cached found nothing (its caller's
+    // slow path): the same answer, without trying the entry again.
+    template <request_like R>
+    static std::byte* allocate_uncached(header_type& h, const R& r) noexcept
+        requires has_front
+    {
+        return allocate_missed(h, r);
+    }
     template <request_like R>
     static std::byte* allocate(header_type& h, const R& r) noexcept
         requires(!has_front)
