@@ -51,7 +51,15 @@ struct per_thread_front {
 struct test_malloc {
     using heap = al::malloc_declarations::segregated::heap;
     static constexpr const char* name = "test";
+    static constexpr bool count_remote_frees = true;   // remote_frees() below
 };
+static_assert(al::malloc_counts_remote_frees<test_malloc>);
+static_assert(!al::malloc_counts_remote_frees<al::malloc_declarations::segregated>);
+// Uncounted, a remote list has no count to read (and pays no increment).
+template <class L>
+concept counts_pushes = requires(const L& l) { l.pushed(); };
+static_assert(!counts_pushes<al::detail::remote_list<>> && counts_pushes<al::detail::remote_list<true>>);
+static_assert(sizeof(al::detail::remote_list<>) < sizeof(al::detail::remote_list<true>));
 struct malloc_front {
     using rt = al::malloc_runtime<test_malloc>;
     static void* allocate(std::size_t n) { return rt::allocate(n, 16); }

@@ -6,18 +6,13 @@
 #include <new>
 
 #include <allotheque/attributes/attribute.hpp>
+#include <allotheque/detail/slot.hpp>
 
 namespace allotheque {
 
 // Whether a partition's `accepts` looks at a chunk's size.
 template <class P>
 inline constexpr bool reads_size = P::reads_size;
-
-namespace detail {
-struct empty_slot {};
-template <bool Present, class T>
-using slot = std::conditional_t<Present, T, empty_slot>;
-} // namespace detail
 
 template <class Derived, class Attr, class Nested>
 struct class_node_base {

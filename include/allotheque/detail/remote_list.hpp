@@ -6,6 +6,11 @@
 //
 // A block on the list starts with the link (and, for those who need it, one
 // more word the pusher fills): it must be at least `record_bytes` long.
+//
+// Counted: pushed() counts the pushes, for a user that reports them
+// (layers::per_thread's remote_frees). The count is a second atomic
+// read-modify-write on the list's cache line on every remote free, which the
+// malloc, reporting nothing, does not pay.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -13,15 +18,19 @@
 #include <new>
 
 #include <allotheque/detail/poison.hpp>
+#include <allotheque/detail/slot.hpp>
 
 namespace allotheque::detail {
 
+struct remote_record {
+    remote_record* next;
+    std::uint64_t word;   // the pusher's: e.g. the request size
+};
+
+template <bool Counted = false>
 class remote_list {
 public:
-    struct record {
-        record* next;
-        std::uint64_t word;   // the pusher's: e.g. the request size
-    };
+    using record = remote_record;
     static constexpr std::size_t record_bytes = sizeof(record);
 
     // Any thread. p becomes a record (its first 16 bytes are overwritten).
@@ -32,7 +41,7 @@ public:
         do {
             r->next = head;
         } while (!head_.compare_exchange_weak(head, r, std::memory_order_release, std::memory_order_relaxed));
-        pushed_.fetch_add(1, std::memory_order_relaxed);
+        if constexpr (Counted) pushed_.fetch_add(1, std::memory_order_relaxed);
     }
     // Only the link, for blocks too small for a record's second word.
     void push_link(void* p) noexcept {
@@ -42,7 +51,7 @@ public:
         do {
             *reinterpret_cast<record**>(r) = head;
         } while (!head_.compare_exchange_weak(head, r, std::memory_order_release, std::memory_order_relaxed));
-        pushed_.fetch_add(1, std::memory_order_relaxed);
+        if constexpr (Counted) pushed_.fetch_add(1, std::memory_order_relaxed);
     }
 
     // A cheap look for the owner's fast path (may miss a push in flight).
@@ -65,11 +74,15 @@ public:
     // Drops whatever is on the list (the blocks go with their heap).
     void clear() noexcept { head_.store(nullptr, std::memory_order_relaxed); }
 
-    std::size_t pushed() const noexcept { return pushed_.load(std::memory_order_relaxed); }
+    std::size_t pushed() const noexcept
+        requires Counted
+    {
+        return pushed_.load(std::memory_order_relaxed);
+    }
 
 private:
     std::atomic<record*> head_{nullptr};
-    std::atomic<std::size_t> pushed_{0};
+    [[no_unique_address]] slot<Counted, std::atomic<std::size_t>> pushed_{};
 };
 
 } // namespace allotheque::detail

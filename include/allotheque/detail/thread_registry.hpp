@@ -19,11 +19,12 @@
 // throws bad_alloc, which malloc's exception handling would bring back here).
 // Fork: detail/fork_guard.hpp.
 //
-// Policy (static members): give_back(H&, remote_list::record*) returns a
+// Policy (static members): give_back(H&, remote_record*) returns a
 // remotely freed block to the heap; prepare(H&) runs once a new heap exists;
 // attached(slot&) / detached(slot&) tell the front end the calling thread now
 // holds / no longer holds the slot; trim(H&) at thread exit;
 // holds_nothing(const H&): whether an orphan may be destroyed; kept_orphans.
+// CountsRemote: for a front end that reports remote frees.
 #pragma once
 #include <pthread.h>
 #include <sys/mman.h>
@@ -42,13 +43,15 @@
 
 namespace allotheque::detail {
 
-template <class H, class Policy>
+template <class H, class Policy, bool CountsRemote = false>
 class thread_registry : private fork_member {
 public:
+    // A front end that reports remote frees has them counted (remote_list's Counted).
+    using remote_type = remote_list<CountsRemote>;
     // The heap comes first: the fast paths reach it at the slot's address.
     struct slot {
         H heap;
-        remote_list remote;
+        remote_type remote;
         std::atomic<bool> orphaned{false};   // no thread holds it: adoptable
         bool abandoned = false;              // a thread that did not survive fork() held it
         slot* next_all = nullptr;
@@ -144,7 +147,7 @@ public:
 
     // The holder (or a thread that took s) gives every remotely freed block back.
     [[gnu::always_inline]] static void drain(slot* s) noexcept {
-        s->remote.drain([s](remote_list::record* r) noexcept { Policy::give_back(s->heap, r); });
+        s->remote.drain([s](remote_record* r) noexcept { Policy::give_back(s->heap, r); });
     }
 
     // A thread frees a block of another's heap: the block joins s's list.
@@ -210,7 +213,7 @@ public:
             if (mine) thread_binding::unhold(&h->link);
             void* m = h->link.mapping;
             h->heap.~H();
-            h->remote.~remote_list();
+            h->remote.~remote_type();
             if (holder_lives && !mine)
                 h->link.registry_id.store(0, std::memory_order_release);   // the holder unmaps it
             else

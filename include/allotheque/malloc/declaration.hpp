@@ -6,6 +6,7 @@
 //       using heap = allotheque::segregated_heap<allotheque::arena_source, allotheque::malloc_options>;
 //       static constexpr const char* name = "mine";
 //       // optional: static constexpr std::size_t request_size(std::size_t n) noexcept;
+//       // optional: static constexpr bool count_remote_frees = true;
 //   };
 //   ALLOTHEQUE_DEFINE_MALLOC(my_malloc);   // allotheque/malloc.hpp
 #pragma once
@@ -27,6 +28,14 @@ concept malloc_declaration_shape = requires {
 
 template <class D>
 concept malloc_declaration = malloc_declaration_shape<D> && malloc_heap<typename D::heap>;
+
+// Whether each thread heap counts the frees other threads hand it
+// (`remote.pushed()` of each heap malloc_runtime<D>::for_each_heap visits):
+// off unless the declaration asks, since the count is a second atomic
+// increment on the owner's remote list, beside its compare-and-swap, on every
+// cross-thread free.
+template <class D>
+inline constexpr bool malloc_counts_remote_frees = requires { requires D::count_remote_frees; };
 
 // The size the heap is asked for: D::request_size(n) where the declaration has
 // one, n otherwise.

@@ -35,7 +35,7 @@ public:
 
     // The registry's hooks (detail/thread_registry.hpp).
     struct policy;
-    using registry_type = detail::thread_registry<heap_type, policy>;
+    using registry_type = detail::thread_registry<heap_type, policy, malloc_counts_remote_frees<D>>;
     using thread_heap = typename registry_type::slot;
 
     static inline constinit thread_local thread_heap* tl_heap [[gnu::tls_model("initial-exec")]] = nullptr;
@@ -45,7 +45,7 @@ public:
     struct policy {
         static constexpr std::size_t kept_orphans = 8;   // empty heaps beyond these are destroyed at thread exit
         // The owner takes back what other threads freed (clearing the remote mark).
-        static void give_back(heap_type& h, detail::remote_list::record* r) noexcept {
+        static void give_back(heap_type& h, detail::remote_record* r) noexcept {
             marks::word(r) = 0;
             if constexpr (block_heap)
                 h.deallocate(r);
@@ -103,7 +103,7 @@ public:
 
     // A block of another thread's heap: onto its owner's list, marked remote.
     static void hand_over(thread_heap* owner, void* p) noexcept {
-        registry_type::hand_over(owner, [p](detail::remote_list& l) noexcept { l.push_link(p); });
+        registry_type::hand_over(owner, [p](auto& l) noexcept { l.push_link(p); });
     }
 
     // glibc's malloc_trim: the caller's heap and every orphaned one give their
