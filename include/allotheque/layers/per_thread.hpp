@@ -33,6 +33,9 @@
 // Cost: a thread_local compare on the fast path per call and a page-map
 // lookup per free; a remote free is one CAS on the owner's list. Set-up calls
 // no malloc (slots are mmap'd).
+// Over an allotheque::heap the fast paths are the malloc's, inline: the
+// cached slot, an empty remote list and H::try_allocate_cached; a free whose
+// block is the thread's own. Everything else is one call.
 #pragma once
 #include <bit>
 #include <concepts>
@@ -63,10 +66,10 @@ class per_thread : public detail::throwing_allocate<per_thread<H>> {
 
     // A block on a remote list carries (request size << 8) | log2(alignment)
     // (0 for natural) in its record's word.
-    static constexpr std::size_t min_request = detail::remote_list::record_bytes;
+    static constexpr std::size_t min_request = detail::remote_list<>::record_bytes;
 
     struct policy;
-    using registry_type = detail::thread_registry<H, policy>;
+    using registry_type = detail::thread_registry<H, policy, true>;   // counted: remote_frees()
     using slot = typename registry_type::slot;
 
     // The last (object, slot) this thread used: one compare on the fast path.
@@ -83,7 +86,7 @@ class per_thread : public detail::throwing_allocate<per_thread<H>> {
         // Orphans are kept (a per_thread object's registry stays at the peak
         // number of threads, and goes with the object).
         static constexpr std::size_t kept_orphans = std::numeric_limits<std::size_t>::max();
-        static void give_back(H& h, detail::remote_list::record* rec) noexcept {
+        static void give_back(H& h, detail::remote_record* rec) noexcept {
             const std::size_t size = static_cast<std::size_t>(rec->word >> 8);
             const unsigned code = static_cast<unsigned>(rec->word & 0xff);
             h.deallocate(rec, request{size, nullptr, code == 0 ? 0 : std::size_t{1} << code});
@@ -142,8 +145,36 @@ public:
         }
     }
 
+    // The fast path is the malloc's: the thread's cached slot, an empty
+    // remote list and a chunk the heap already holds (H::try_allocate_cached,
+    // which calls nothing), inline; everything else one call.
     template <request_like R = request>
-    [[nodiscard]] void* try_allocate(const R& r) noexcept {
+    [[nodiscard, gnu::always_inline]] void* try_allocate(const R& r) noexcept {
+        if constexpr (requires(H& h) { h.try_allocate_cached(r); }) {
+            const tls_cache& t = tls();
+            if (t.id == id_ && !t.s->remote.maybe_nonempty()) [[likely]] {
+                R q = r;
+                q.size = q.size < min_request ? min_request : q.size;
+                if (void* p = t.s->heap.try_allocate_cached(q)) [[likely]] return p;
+            }
+        }
+        return try_allocate_slow(r);
+    }
+
+    // The owner's free inline (the page map's owner tag, one compare), a
+    // remote free or a bad pointer one call.
+    [[gnu::always_inline]] void deallocate(void* p, const request& r) noexcept {
+        const tls_cache& t = tls();
+        if (t.id == id_ && H::owner_of(p) == t.s) [[likely]] {   // null p: no owner
+            t.s->heap.deallocate(p, parent_request(r));
+            return;
+        }
+        deallocate_slow(p, r);
+    }
+
+private:
+    template <request_like R>
+    [[gnu::noinline]] void* try_allocate_slow(const R& r) noexcept {
         if (!ok_alignment(r.alignment) || r.size > max_size) return nullptr;
         R q = r;
         if (q.size < min_request) q.size = min_request;
@@ -154,7 +185,7 @@ public:
         return registry_.borrow([&](slot& s) noexcept { return s.heap.try_allocate(q); });
     }
 
-    void deallocate(void* p, const request& r) noexcept {
+    [[gnu::noinline]] void deallocate_slow(void* p, const request& r) noexcept {
         if (!p) return;
         auto* owner = static_cast<slot*>(const_cast<void*>(H::owner_of(p)));
         const request q = parent_request(r);
@@ -164,8 +195,10 @@ public:
         }
         if (!owner) detail::fail("allotheque::layers::per_thread", "deallocate of a pointer no heap holds", p);
         const std::uint64_t word = (static_cast<std::uint64_t>(q.size) << 8) | code_of(q.alignment);
-        registry_type::hand_over(owner, [&](detail::remote_list& l) noexcept { l.push(p, word); });
+        registry_type::hand_over(owner, [&](auto& l) noexcept { l.push(p, word); });
     }
+
+public:
 
     // Takes back the blocks other threads freed into this thread's heap now
     // instead of at the next allocation.
