@@ -463,12 +463,18 @@ private:
         requires(classifies)
     {
         if (n <= small_table_max) {
-            const size_class c = small_table.of[(n + granularity - 1) / granularity];
-            // What the table holds, told to the optimiser: the checks after the
+            // The index alone from the table, the size from the index: a
+            // caller that does not use the size (a pop, a push) loads nothing
+            // for it.
+            const std::size_t step = (n + granularity - 1) / granularity;
+            const std::size_t i = small_table.index[step];
+            // What the tables hold, told to the optimiser: the checks after the
             // load (below the large threshold, inside the partition's classes)
             // then fold away instead of costing a compare and a branch each.
-            if (c.size > small_table_bounds.size || c.index > small_table_bounds.index) __builtin_unreachable();
-            return c;
+            if (i > small_table_bounds.index) __builtin_unreachable();
+            const std::size_t size = small_table.size[small_sizes_by_index ? i : step];
+            if (size > small_table_bounds.size) __builtin_unreachable();
+            return {size, i};
         }
         return classify_rule(n);
     }
@@ -482,23 +488,49 @@ private:
     // instructions of a variable-size allocate + free): every granularity step
     // up to 1 KiB, from classify_rule at compile time, so both always agree.
     static constexpr std::size_t small_table_max = std::min<std::size_t>(1024, cfg.large_threshold);
+    static constexpr std::size_t small_steps = small_table_max / granularity + 1;
+    // The classes of the table's sizes, and their largest size and index.
+    static constexpr size_class small_table_bounds = [] {
+        size_class b{0, 0};
+        if constexpr (classifies)
+            for (std::size_t i = 0; i < small_steps; ++i) {
+                const size_class c = classify_rule(i * granularity);
+                b.size = std::max(b.size, c.size);
+                b.index = std::max(b.index, c.index);
+            }
+        return b;
+    }();
+    // Whether each class index has one chunk size (exact classes; a class
+    // over a range of sizes, multiple_of's, has several): then the sizes are
+    // kept by index.
+    static constexpr bool small_sizes_by_index = [] {
+        if constexpr (classifies) {
+            std::size_t size_of[small_table_bounds.index + 1] = {};
+            for (std::size_t i = 0; i < small_steps; ++i) {
+                const size_class c = classify_rule(i * granularity);
+                if (size_of[c.index] != 0 && size_of[c.index] != c.size) return false;
+                size_of[c.index] = c.size;
+            }
+        }
+        return true;
+    }();
+    // Indices as narrow as they fit (a hand-written malloc's byte table).
+    using small_index_type = std::conditional_t<
+        small_table_bounds.index <= 0xff, std::uint8_t,
+        std::conditional_t<small_table_bounds.index <= 0xffff, std::uint16_t, std::uint32_t>>;
     struct small_table_type {
-        size_class of[small_table_max / granularity + 1];
+        small_index_type index[small_steps];
+        std::size_t size[small_sizes_by_index ? small_table_bounds.index + 1 : small_steps];
     };
     static constexpr small_table_type small_table = [] {
         small_table_type t{};
         if constexpr (classifies)
-            for (std::size_t i = 0; i <= small_table_max / granularity; ++i) t.of[i] = classify_rule(i * granularity);
+            for (std::size_t i = 0; i < small_steps; ++i) {
+                const size_class c = classify_rule(i * granularity);
+                t.index[i] = static_cast<small_index_type>(c.index);
+                t.size[small_sizes_by_index ? c.index : i] = c.size;
+            }
         return t;
-    }();
-    // The largest size and index in the table.
-    static constexpr size_class small_table_bounds = [] {
-        size_class b{0, 0};
-        for (const size_class& c : small_table.of) {
-            b.size = std::max(b.size, c.size);
-            b.index = std::max(b.index, c.index);
-        }
-        return b;
     }();
     // Whether r is served from class c (classify_small(r.size)): allocate and
     // deallocate must agree on it, so it is written once.
