@@ -199,7 +199,6 @@ private:
     }
 
 public:
-
     // Takes back the blocks other threads freed into this thread's heap now
     // instead of at the next allocation.
     void collect() noexcept {
