@@ -208,13 +208,18 @@ public:
     template <request_like R = request>
     [[nodiscard, gnu::always_inline]] inline void* try_allocate_cached(const R& r) noexcept {
         if constexpr (classifies) {
-            const size_class c = classify_small(r.size);
-            if (served_small(r, c)) [[likely]] {
-                classified<R> q{r};
-                q.size = c.size;
-                q.class_index = c.index;
-                std::byte* p = P::allocate(root_, q);
-                return p ? shown(hand_out(p, q), r, c.size) : nullptr;
+            // Classified under the alignment test: the malloc's aligned
+            // requests (a run-time alignment) then load nothing for a class
+            // they do not use.
+            if (r.alignment == 0) [[likely]] {
+                const size_class c = classify_small(r.size);
+                if (served_small(r, c)) [[likely]] {
+                    classified<R> q{r};
+                    q.size = c.size;
+                    q.class_index = c.index;
+                    std::byte* p = P::allocate(root_, q);
+                    return p ? shown(hand_out(p, q), r, c.size) : nullptr;
+                }
             }
         }
         const std::size_t s = good_size(r.size, r.alignment);
