@@ -206,10 +206,7 @@ struct hash_table {
     [[gnu::always_inline]] static std::byte* allocate_cached(header_type& h, const R& r) noexcept
         requires has_front
     {
-        if (h.held.p) return nullptr;
-        const front_entry& e = front_of(h, r.size);
-        if (e.n != r.size || e.i != target_class(h, r)) return nullptr;
-        return take_front(h, e, r);
+        return try_allocate_fast<false>(h, r);
     }
     // What allocate does after allocate_cached found nothing (its caller's
     // slow path): the same answer, without trying the entry again.
@@ -229,17 +226,18 @@ struct hash_table {
     }
 
 private:
-    // The request's size entry names its target class, or the class where
-    // the search's walk would end: a pop there, which is the chunk the search
-    // would take. Else nullptr, nothing changed.
-    template <request_like R>
+    // The request's size entry names its target class, or (WalkEnd) the
+    // class where the search's walk would end: a pop there, which is the
+    // chunk the search would take. Else nullptr, nothing changed.
+    template <bool WalkEnd = true, request_like R>
     [[gnu::always_inline]] static std::byte* try_allocate_fast(header_type& h, const R& r) noexcept
         requires has_front
     {
         if (h.held.p) return nullptr;
         const front_entry& e = front_of(h, r.size);
         if (e.n != r.size) return nullptr;
-        if (const std::size_t t = target_class(h, r); e.i != t && !walk_would_end_at<true>(h, e, t)) return nullptr;
+        if (const std::size_t t = target_class(h, r); e.i != t && !(WalkEnd && walk_would_end_at<true>(h, e, t)))
+            return nullptr;
         return take_front(h, e, r);
     }
     // What the front could not serve: the held chunk, an entry at the walk's

@@ -36,22 +36,12 @@ public:
     // Any thread. p becomes a record (its first 16 bytes are overwritten).
     void push(void* p, std::uint64_t word = 0) noexcept {
         if constexpr (poison::enabled) poison::expose(p, sizeof(record));   // a block's tail may be poisoned
-        auto* r = ::new (p) record{nullptr, word};
-        record* head = head_.load(std::memory_order_relaxed);
-        do {
-            r->next = head;
-        } while (!head_.compare_exchange_weak(head, r, std::memory_order_release, std::memory_order_relaxed));
-        if constexpr (Counted) pushed_.fetch_add(1, std::memory_order_relaxed);
+        link(::new (p) record{nullptr, word});
     }
     // Only the link, for blocks too small for a record's second word.
     void push_link(void* p) noexcept {
         if constexpr (poison::enabled) poison::expose(p, sizeof(record*));
-        auto* r = static_cast<record*>(p);
-        record* head = head_.load(std::memory_order_relaxed);
-        do {
-            *reinterpret_cast<record**>(r) = head;
-        } while (!head_.compare_exchange_weak(head, r, std::memory_order_release, std::memory_order_relaxed));
-        if constexpr (Counted) pushed_.fetch_add(1, std::memory_order_relaxed);
+        link(static_cast<record*>(p));
     }
 
     // A cheap look for the owner's fast path (may miss a push in flight).
@@ -81,6 +71,15 @@ public:
     }
 
 private:
+    // r's link (its first word, all push_link may write) goes on top.
+    void link(record* r) noexcept {
+        record* head = head_.load(std::memory_order_relaxed);
+        do {
+            *reinterpret_cast<record**>(r) = head;
+        } while (!head_.compare_exchange_weak(head, r, std::memory_order_release, std::memory_order_relaxed));
+        if constexpr (Counted) pushed_.fetch_add(1, std::memory_order_relaxed);
+    }
+
     std::atomic<record*> head_{nullptr};
     [[no_unique_address]] slot<Counted, std::atomic<std::size_t>> pushed_{};
 };

@@ -108,8 +108,10 @@ class per_thread : public detail::throwing_allocate<per_thread<H>> {
     static constexpr bool ok_alignment(std::size_t a) noexcept {
         return (a == 0 || (a & (a - 1)) == 0) && a <= H::max_alignment;
     }
-    static constexpr request parent_request(const request& r) noexcept {
-        request q = r;
+    // What H is asked for: at least the room a remote-free record needs.
+    template <request_like R>
+    static constexpr R parent_request(const R& r) noexcept {
+        R q = r;
         if (q.size < min_request) q.size = min_request;
         return q;
     }
@@ -152,11 +154,9 @@ public:
     [[nodiscard, gnu::always_inline]] void* try_allocate(const R& r) noexcept {
         if constexpr (requires(H& h) { h.try_allocate_cached(r); }) {
             const tls_cache& t = tls();
-            if (t.id == id_ && !t.s->remote.maybe_nonempty()) [[likely]] {
-                R q = r;
-                q.size = q.size < min_request ? min_request : q.size;
-                if (void* p = t.s->heap.try_allocate_cached(q)) [[likely]] return p;
-            }
+            if (t.id == id_ && !t.s->remote.maybe_nonempty()) [[likely]]
+                if (void* p = t.s->heap.try_allocate_cached(parent_request(r))) [[likely]]
+                    return p;
         }
         return try_allocate_slow(r);
     }
@@ -176,8 +176,7 @@ private:
     template <request_like R>
     [[gnu::noinline]] void* try_allocate_slow(const R& r) noexcept {
         if (!ok_alignment(r.alignment) || r.size > max_size) return nullptr;
-        R q = r;
-        if (q.size < min_request) q.size = min_request;
+        const R q = parent_request(r);
         if (slot* s = mine_or_new()) {
             if (s->remote.maybe_nonempty()) registry_type::drain(s);
             return s->heap.try_allocate(q);
