@@ -201,6 +201,31 @@ TEST_CASE("record_pool: records are distinct, recycled first, and touch slab pag
     CHECK(pool.live() == 0u);
 }
 
+// free(p)'s test of a chunk start: the multiply and rotate against division,
+// for every chunk size a heap cuts (multiples of 16 up to 64 KiB, and
+// others), at every offset of a span's first chunks, around the handed
+// bound, and at random offsets up to a 4 GiB span.
+TEST_CASE("span: chunk_number tells chunk starts from every other offset", "[backend]") {
+    std::mt19937_64 rng(7);
+    auto check = [&](std::uint32_t c) {
+        be::span sp;
+        sp.set_chunk(c);
+        auto expect = [&](std::uint64_t off) {
+            const std::uint64_t k = sp.chunk_number(off);
+            if (off % c == 0) REQUIRE(k == off / c);
+            else REQUIRE(k > ~std::uint64_t{0} / c);   // past any chunk count
+        };
+        if (c <= 1024)
+            for (std::uint64_t off = 0; off < 4 * std::uint64_t{c}; ++off) expect(off);
+        for (std::uint64_t k : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{1} << 20,
+                                std::uint64_t{1} << 26})
+            for (std::uint64_t d = 0; d < 17; ++d) expect(k * c + d), expect(k * c - d);
+        for (int i = 0; i < 64; ++i) expect(rng() % (std::uint64_t{4} << 30));
+    };
+    for (std::uint32_t c = 16; c <= 65536; c += 16) check(c);
+    for (std::uint32_t c : {1u, 3u, 8u, 24u, 40u, 1000u, 4095u, 4097u, 1u << 20, (1u << 20) + 48}) check(c);
+}
+
 TEST_CASE("page_map: set, find, clear; a failed set leaves no entry", "[backend]") {
     auto& map = be::page_map::instance();
     void* m = ::mmap(nullptr, 64 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -585,14 +610,14 @@ TEST_CASE("heap: a span of small chunks is reserved for its size and handed out 
         const be::span* sp = map.find(v[0]);
         REQUIRE(sp != nullptr);
         CHECK(sp->bytes == reserve);
-        CHECK(sp->handed == page);
+        CHECK(sp->handed * sp->chunk == page);
         CHECK(resident_pages(*sp) == 1);
         CHECK(h.stats().small_span_bytes == reserve);
         for (std::size_t i = 1; i < reserve / 16; ++i) {
             v.push_back(static_cast<std::byte*>(h.allocate(al::request{16})));
             REQUIRE(v[i] == v[i - 1] + 16);   // the same span, upwards, across refills
-            REQUIRE(sp->handed == al::detail::round_up((i + 1) * 16, page));
-            REQUIRE(resident_pages(*sp) == sp->handed / page);
+            REQUIRE(sp->handed * 16 == al::detail::round_up((i + 1) * 16, page));
+            REQUIRE(resident_pages(*sp) == sp->handed * 16 / page);
         }
         CHECK(h.stats().small_span_bytes == reserve);   // one record for all of them
         auto* next = static_cast<std::byte*>(h.allocate(al::request{16}));
@@ -606,7 +631,7 @@ TEST_CASE("heap: a span of small chunks is reserved for its size and handed out 
     SECTION("a span partly handed out goes back when its handed chunks are free") {
         heap_t h;
         void* p = h.allocate(al::request{48});
-        CHECK(map.find(p)->handed < map.find(p)->bytes);
+        CHECK(map.find(p)->handed * 48 < map.find(p)->bytes);
         h.deallocate(p, al::request{48});
         h.trim();
         CHECK(h.stats().small_span_bytes == 0u);
@@ -638,7 +663,7 @@ TEST_CASE("heap: a span of small chunks is reserved for its size and handed out 
         heap_t h;
         void* p = h.allocate(al::request{5000});
         const be::span* sp = map.find(p);
-        CHECK(sp->handed == sp->bytes / sp->chunk * sp->chunk);
+        CHECK(sp->handed == sp->bytes / sp->chunk);
         h.deallocate(p, al::request{5000});
     }
     SECTION("a pointer past the chunks handed out is one the heap did not hand out") {

@@ -442,10 +442,20 @@ TEST_CASE("per_thread: a heap per thread, remote frees, heaps outlive threads", 
         }).join();
         CHECK(h.remote_frees() == 1);
         CHECK(h.heap_count() == 1);
-        // The owner drains its list at its next allocation and reuses the block.
-        void* q = h.allocate(al::request{48});
-        CHECK(q == p);
-        h.deallocate(q, al::request{48});
+        SECTION("collect() takes it back now") {
+            h.collect();
+            void* q = h.allocate(al::request{48});
+            CHECK(q == p);
+            h.deallocate(q, al::request{48});
+        }
+        SECTION("the first allocation its heap's chunks cannot serve takes it back, before any refill") {
+            const std::size_t os = h.stats().os_bytes;
+            std::vector<void*> got;
+            for (int i = 0; i < 100000 && (got.empty() || got.back() != p); ++i) got.push_back(h.allocate(al::request{48}));
+            CHECK(got.back() == p);
+            CHECK(h.stats().os_bytes == os);
+            for (void* q : got) h.deallocate(q, al::request{48});
+        }
     }
     SECTION("blocks outlive the thread that allocated them") {
         std::vector<void*> from_thread;

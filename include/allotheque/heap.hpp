@@ -202,8 +202,8 @@ public:
     }
 
     // The allocation fast path alone, for a caller with a slow path of its own
-    // (the malloc): a chunk the partition already holds for a small request,
-    // or nullptr. It never refills and never maps a large block, so it calls
+    // (the malloc): a chunk the partition already holds for a small request
+    // (up to 1 KiB where the heap classifies sizes), or nullptr. It never refills and never maps a large block, so it calls
     // nothing, and a caller that inlines it saves no registers around it.
     template <request_like R = request>
     [[nodiscard, gnu::always_inline]] inline void* try_allocate_cached(const R& r) noexcept {
@@ -212,14 +212,18 @@ public:
             // requests (a run-time alignment) then load nothing for a class
             // they do not use.
             if (r.alignment == 0) [[likely]] {
+                // Past the table, to the caller's slow path: the rule's
+                // arithmetic needs registers that a pop does not, and inlined
+                // it made every malloc save one (mimalloc's fast path stops
+                // at 1 KiB as well).
+                if (r.size > small_table_max) [[unlikely]]
+                    return nullptr;
                 const size_class c = classify_small(r.size);
-                if (served_small(r, c)) [[likely]] {
-                    classified<R> q{r};
-                    q.size = c.size;
-                    q.class_index = c.index;
-                    std::byte* p = P::allocate(root_, q);
-                    return p ? shown(hand_out(p, q), r, c.size) : nullptr;
-                }
+                classified<R> q{r};
+                q.size = c.size;
+                q.class_index = c.index;
+                std::byte* p = P::allocate(root_, q);
+                return p ? shown(hand_out(p, q), r, c.size) : nullptr;
             }
         }
         const std::size_t s = good_size(r.size, r.alignment);
@@ -294,7 +298,7 @@ public:
         requires(cfg.free_marks)
     {
         const std::uint64_t w = marks::word(const_cast<void*>(p));
-        return w == marks::local(p) || w == marks::remote(p);
+        return marks::either(w, p);
     }
 
     // Bytes usable at p (the chunk or large block's size); 0 for nullptr.
@@ -656,9 +660,9 @@ private:
     // consecutive allocations walk upwards.
     std::byte* hand_out(span* sp) noexcept {
         const std::size_t s = sp->chunk, total = sp->bytes / s;
-        const std::size_t from = sp->handed / s;
-        const std::size_t to = std::min((std::min(sp->handed + step_for(s), sp->bytes) + s - 1) / s, total);
-        sp->set_handed(to * s);
+        const std::size_t from = sp->handed;
+        const std::size_t to = std::min((std::min(from * s + step_for(s), sp->bytes) + s - 1) / s, total);
+        sp->set_handed(to);
         if (to == total) forget_reservation(sp);
         if constexpr (detail::poison::enabled) detail::poison::hide(sp->base + (from + 1) * s, (to - from - 1) * s);
         for (std::size_t k = to; k-- > from + 1;) {
@@ -713,7 +717,8 @@ private:
 
     void mark_freed(void* p) noexcept {
         std::uint64_t& w = marks::word(p);
-        if (w == marks::local(p)) detail::fail("allotheque::heap", "double free", "deallocate", p);
+        // Either mark: a block waiting on a remote list (the malloc's) is freed already too.
+        if (marks::either(w, p)) detail::fail("allotheque::heap", "double free", "deallocate", p);
         w = marks::local(p);
     }
 
@@ -795,7 +800,7 @@ private:
             span* next = sp->sweep.next;
             const std::size_t s = sp->chunk;
             std::byte* c = sp->sweep.chunks;
-            if (sp->sweep.count == sp->handed / s) {
+            if (sp->sweep.count == sp->handed) {
                 released_bytes += sp->bytes;
                 forget_reservation(sp);
                 spans_.close(sp);

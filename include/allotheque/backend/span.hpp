@@ -18,6 +18,7 @@
 //   group  cut into slots of `chunk` bytes by a room layer (layers/room.hpp),
 //          whose header sits at `base`; no heap takes its pointers for its own.
 #pragma once
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -41,6 +42,7 @@ struct alignas(64) span {
     std::uint64_t chunk_inverse = 0;   // small: see set_chunk
     std::uint32_t chunk = 0;   // small: the chunk size; large: the payload's offset
     span_state state = span_state::free;
+    std::uint8_t chunk_shift = 0;     // small: see set_chunk
     std::uint16_t chunk_class = 0;   // small: the partition's class for `chunk`, when it has one
 
     // A span is in a free set or in use, never both, so what only a free span
@@ -53,10 +55,10 @@ struct alignas(64) span {
     union {
         set_hook by_address;     // free
         std::size_t request;     // large: the size asked for (usable size is `bytes`)
-        // small: the bytes from `base` whose chunks the heap has handed to its
+        // small: how many chunks from `base` the heap has handed to its
         // partition; the chunks past them are reserved for this size, never
         // touched yet (heap.hpp, refill). Beside the fields above, in the
-        // record's first cache line: free(p) refuses a chunk past it.
+        // record's first cache line: free(p) refuses a chunk past them.
         std::size_t handed;
     };
     std::size_t bytes = 0;
@@ -90,31 +92,40 @@ struct alignas(64) span {
         sweep = {};
     }
 
-    // chunk_inverse = ceil(2^64 / chunk), so that offset / chunk is one
-    // widening multiply (exact while offset * chunk < 2^64: any span).
+    // chunk = odd * 2^chunk_shift, and chunk_inverse * odd = 1 (mod 2^64):
+    // then an offset that is k chunks multiplies to k * 2^chunk_shift and
+    // rotates to k, and any other offset rotates to more than 2^64 / chunk,
+    // more chunks than a span has (Granlund and Montgomery's divisibility
+    // test). One multiply and a rotate tell both "a chunk start" and which.
     void set_chunk(std::uint32_t c) noexcept {
         chunk = c;
-        chunk_inverse = ~std::uint64_t{0} / c + 1;
+        chunk_shift = static_cast<std::uint8_t>(std::countr_zero(c));
+        const std::uint64_t odd = c >> chunk_shift;
+        std::uint64_t inv = odd;   // correct to 3 bits; each step doubles them
+        for (int i = 0; i < 5; ++i) inv *= 2 - odd * inv;
+        chunk_inverse = inv;
     }
-    // off / chunk without a division.
-    std::uint64_t chunk_index(std::uint64_t off) const noexcept {
-        __extension__ using u128 = unsigned __int128;
-        return static_cast<std::uint64_t>((static_cast<u128>(off) * chunk_inverse) >> 64);
+    // off / chunk if off is a multiple of chunk, else a number above any
+    // chunk count.
+    std::uint64_t chunk_number(std::uint64_t off) const noexcept {
+        return std::rotr(off * chunk_inverse, chunk_shift);
     }
-    // Whether p (in this small span) lies in the chunks handed to the heap's
-    // partition, rather than in the part still reserved.
     // A free on another thread reads `handed` while the owner's refill moves it
     // up: relaxed atomic accesses (plain moves on x86), and the block being
     // freed was handed out before, so the value read covers it.
+    std::size_t handed_chunks() const noexcept { return __atomic_load_n(&handed, __ATOMIC_RELAXED); }
+    void set_handed(std::size_t chunks) noexcept { __atomic_store_n(&handed, chunks, __ATOMIC_RELAXED); }
+    // Whether p (in this small span) lies in the chunks handed to the heap's
+    // partition, rather than in the part still reserved.
     bool handed_out(const void* p) const noexcept {
-        return static_cast<const std::byte*>(p) < base + __atomic_load_n(&handed, __ATOMIC_RELAXED);
+        return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base) < handed_chunks() * std::uint64_t{chunk};
     }
-    void set_handed(std::size_t n) noexcept { __atomic_store_n(&handed, n, __ATOMIC_RELAXED); }
     // Whether p is the start of a chunk of this small span that has been
-    // handed to the heap's partition.
+    // handed to the heap's partition (not one still reserved). p must lie in
+    // the span's pages (the page map's answer for it).
     bool chunk_start(const void* p) const noexcept {
         const auto off = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base);
-        return handed_out(p) && chunk_index(off) * chunk == off;
+        return chunk_number(off) < handed_chunks();
     }
 
     std::byte* end() const noexcept { return base + bytes; }

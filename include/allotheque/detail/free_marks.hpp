@@ -45,6 +45,9 @@ struct free_marks {
         return reinterpret_cast<std::uintptr_t>(p) ^ free_mark_key();
     }
     static std::uint64_t remote(const void* p) noexcept { return ~local(p); }
+    // Whether w is either mark of p: w ^ local(p) is then 0 or all ones, the
+    // two values that + 1 takes to 1 or 0 (one compare instead of two).
+    static bool either(std::uint64_t w, const void* p) noexcept { return (w ^ local(p)) + 1 <= 1; }
     static std::uint64_t& word(void* p) noexcept {
         return *reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(p) + Offset);
     }

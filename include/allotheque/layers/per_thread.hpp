@@ -10,7 +10,8 @@
 //   - on any other thread: the block is pushed onto the owner's lock-free
 //     remote-free list (the freed block then holds the link and the request's
 //     size and alignment); the owner drains the whole list with one exchange at
-//     its next allocation (or collect()). Every request asks H for at least 16
+//     its next allocation that its heap cannot serve from the chunks it
+//     already holds (or collect()). Every request asks H for at least 16
 //     bytes, the room that record needs.
 //
 // Lifetime: heaps live in the object's registry and are destroyed with it,
@@ -147,14 +148,15 @@ public:
         }
     }
 
-    // The fast path is the malloc's: the thread's cached slot, an empty
-    // remote list and a chunk the heap already holds (H::try_allocate_cached,
-    // which calls nothing), inline; everything else one call.
+    // The fast path is the malloc's: the thread's cached slot and a chunk the
+    // heap already holds (H::try_allocate_cached, which calls nothing),
+    // inline; everything else one call, which takes the remote frees back
+    // first.
     template <request_like R = request>
     [[nodiscard, gnu::always_inline]] void* try_allocate(const R& r) noexcept {
         if constexpr (requires(H& h) { h.try_allocate_cached(r); }) {
             const tls_cache& t = tls();
-            if (t.id == id_ && !t.s->remote.maybe_nonempty()) [[likely]]
+            if (t.id == id_) [[likely]]
                 if (void* p = t.s->heap.try_allocate_cached(parent_request(r))) [[likely]]
                     return p;
         }

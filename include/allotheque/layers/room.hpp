@@ -198,8 +198,14 @@ private:
         return sp && sp->state == backend::span_state::group && sp->owner == this ? sp : nullptr;
     }
     static group& group_of(span* sp) noexcept { return *reinterpret_cast<group*>(sp->base); }
-    static std::size_t index_in(const span* sp, group& g, const void* p) noexcept {
-        return sp->chunk_index(static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - g.slots()));
+    // The slot holding p, which may point anywhere in it (a hint); p at or
+    // past the group's slots.
+    static std::size_t slot_holding(group& g, const void* p) noexcept {
+        return static_cast<std::uint32_t>(static_cast<const std::byte*>(p) - g.slots()) / g.size;
+    }
+    // The slot starting at p, or a number past every slot (span::chunk_number).
+    static std::size_t slot_at(const span* sp, group& g, const void* p) noexcept {
+        return sp->chunk_number(static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - g.slots()));
     }
 
     void* take_slot(const void* hint, std::size_t s) noexcept {
@@ -213,7 +219,7 @@ private:
             if (!g.full()) {
                 ++counts_.at_hint;
                 const auto* h = static_cast<const std::byte*>(hint);
-                const std::size_t i = h < g.slots() ? 0 : std::min<std::size_t>(index_in(hs, g, hint), g.cap - 1u);
+                const std::size_t i = h < g.slots() ? 0 : std::min<std::size_t>(slot_holding(g, hint), g.cap - 1u);
                 return g.take(g.nearest_in_line(i));
             }
         }
@@ -245,7 +251,7 @@ private:
     void free_slot(span* sp, void* p) noexcept {
         group& g = group_of(sp);
         const auto* b = static_cast<const std::byte*>(p);
-        const std::size_t i = b < g.slots() ? g.cap : index_in(sp, g, p);
+        const std::size_t i = b < g.slots() ? g.cap : slot_at(sp, g, p);
         if (i >= g.cap || g.slots() + i * g.size != b) detail::fail("allotheque::layers::room", "not a block", "deallocate", p);
         if (g.is_free(i)) detail::fail("allotheque::layers::room", "double free", "deallocate", p);
         g.put(i);

@@ -51,11 +51,15 @@ public:
 
     // n bytes aligned to a (a power of two), or nullptr with errno = ENOMEM.
     // The fast path calls nothing (heap::try_allocate_cached), so it saves no
-    // registers; whatever it cannot serve goes to allocate_slow.
+    // registers; whatever it cannot serve goes to allocate_slow, which takes
+    // the remote frees back first. The fast path does not read the remote
+    // list: its head is the line other threads' frees write, and a heap that
+    // still holds a chunk of the size has no need of them yet (mimalloc
+    // collects its thread-free lists the same way, on a miss).
     [[gnu::always_inline]] static void* allocate(std::size_t n, std::size_t a, bool zero = false) noexcept {
         thread_heap* th = tl_heap;
         if constexpr (!block_heap) {
-            if (th && !th->remote.maybe_nonempty()) [[likely]] {
+            if (th) [[likely]] {
                 const void* hint = nullptr;
                 if constexpr (heap_type::locality_aware) hint = th->heap.last_allocation();
                 request r{malloc_request_size<D>(n), hint, a <= min_align ? 0 : a};
@@ -385,11 +389,18 @@ private:
     // function that does not return, rather than a call: then free calls
     // nothing on its fast path and needs no stack frame.
     [[gnu::always_inline]] static void deallocate_body(void* p) noexcept {
-        if (!p) return;
         span* sp;
         if constexpr (block_heap) {
+            if (!p) return;
             sp = block_span(p, "free");
         } else {
+            // Null and an address past the page map in one compare (null
+            // wraps to the top); the map's own range test then folds away.
+            const std::uintptr_t a = detail::address_of(p);
+            if (a - 1 >= backend::page_map::max_address - 1) [[unlikely]] {
+                if (!p) return;
+                return refuse(p);
+            }
             sp = heap_type::span_of_any(p);
             if (!sp) [[unlikely]]
                 return refuse(p);
@@ -414,11 +425,9 @@ private:
         // Marks (detail/free_marks.hpp): "remote" while a block waits on its
         // owner's list (drain clears it), "local" (exact heaps) once it is back
         // in the owner's partition; a block heap's tags say the rest.
-        std::uint64_t& w = marks::word(p);
-        if (w == marks::remote(p)) [[unlikely]]
-            return refuse_double(p);
         // Caught here rather than in the heap, so the message speaks malloc's words.
-        if (!block_heap && w == marks::local(p)) [[unlikely]]
+        std::uint64_t& w = marks::word(p);
+        if (block_heap ? w == marks::remote(p) : marks::either(w, p)) [[unlikely]]
             return refuse_double(p);
         if (owner == tl_heap) {
             if constexpr (block_heap)
