@@ -201,7 +201,7 @@ private:
 
 public:
     // Takes back the blocks other threads freed into this thread's heap now
-    // instead of at the next allocation.
+    // instead of at the next allocation its heap cannot serve.
     void collect() noexcept {
         if (slot* s = mine()) registry_type::drain(s);
     }
