@@ -19,6 +19,8 @@
 //   prodcons_partial_writes  the main thread hands blocks of 16 B..200 KB,
 //                            written only in their first 4 bytes, to a
 //                            consumer that frees them [same]
+//   prodcons_rss             512 MiB of 16..512 B blocks, stamped at both ends, freed
+//                            by another thread: RSS within 32 MiB of the start
 //   random_churn_remote      4 threads, 8 B..300 KB (from 1 KiB on written at
 //                            byte 0 and the last only), frees of their own
 //                            blocks and of blocks swapped through shared
@@ -343,6 +345,36 @@ int prodcons_partial_writes() {
         if (round % 2 == 0) usleep(1'100'000);
     }
     printf("OK prodcons_partial_writes\n");
+    return 0;
+}
+
+// One thread allocates 512 MiB in all, 16..512 B blocks stamped at both ends,
+// and another frees every one of them, at most about 1,100 blocks in flight.
+// The producer takes back the consumer's frees when its own lists run dry,
+// not at every malloc (docs/backend.md, the hot path): its resident set must
+// stay within a few MiB of where it started, not grow with what it
+// allocated.
+int prodcons_rss() {
+    const long base = rss_kib();
+    long peak = base;
+    for (int round = 0; round < 4; ++round) {
+        hand_over(16, "a block changed between threads", [round, &peak](auto send) {
+            rng r(static_cast<uint64_t>(round) + 11);
+            for (size_t total = 0; total < (size_t{128} << 20);) {
+                const size_t n = r.size(16, 512);
+                void* p = malloc(n);
+                if (!p) die("malloc failed");
+                stamp(p, n, 16);
+                send(p, n);
+                total += n;
+                if ((total & 0xfffff) < n) peak = std::max(peak, rss_kib());   // about once a MiB
+            }
+        });
+    }
+    const long after = rss_kib();
+    printf("RSS KiB: start %ld, peak while 512 MiB went through %ld, end %ld\n", base, peak, after);
+    if (peak - base >= 32 * 1024) die("memory one thread freed for another grew with what the other allocated");
+    printf("OK prodcons_rss\n");
     return 0;
 }
 
@@ -1205,6 +1237,7 @@ int main(int argc, char** argv) {
     }
     if (c == "stale_mark_large") return stale_mark_large();
     if (c == "prodcons_partial_writes") return prodcons_partial_writes();
+    if (c == "prodcons_rss") return prodcons_rss();
     if (c == "random_churn_remote") return random_churn_remote();
     if (c == "aligned_remote") return aligned_remote();
     if (c == "huge_untouched") return huge_untouched();
