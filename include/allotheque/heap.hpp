@@ -203,8 +203,9 @@ public:
 
     // The allocation fast path alone, for a caller with a slow path of its own
     // (the malloc): a chunk the partition already holds for a small request
-    // (up to 1 KiB where the heap classifies sizes), or nullptr. It never refills and never maps a large block, so it calls
-    // nothing, and a caller that inlines it saves no registers around it.
+    // (up to 1 KiB where the heap classifies sizes), or nullptr. It never
+    // refills and never maps a large block, so it calls nothing, and a caller
+    // that inlines it saves no registers around it.
     template <request_like R = request>
     [[nodiscard, gnu::always_inline]] inline void* try_allocate_cached(const R& r) noexcept {
         if constexpr (classifies) {

@@ -118,7 +118,8 @@ struct alignas(64) span {
     // Whether p (in this small span) lies in the chunks handed to the heap's
     // partition, rather than in the part still reserved.
     bool handed_out(const void* p) const noexcept {
-        return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base) < handed_chunks() * std::uint64_t{chunk};
+        const auto off = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base);
+        return off < handed_chunks() * std::uint64_t{chunk};
     }
     // Whether p is the start of a chunk of this small span that has been
     // handed to the heap's partition (not one still reserved). p must lie in
