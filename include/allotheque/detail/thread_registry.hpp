@@ -96,28 +96,6 @@ public:
         return s;
     }
 
-    // An orphan taken over by the caller, or a new slot linked in; nullptr when
-    // no memory is left for one. The caller gives it back with release().
-    slot* take() noexcept {
-        pthread_mutex_lock(&lock_);
-        for (slot* h = all_; h; h = h->next_all) {
-            bool expected = true;
-            if (!h->abandoned && h->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) {
-                --orphans_;
-                pthread_mutex_unlock(&lock_);
-                return h;
-            }
-        }
-        pthread_mutex_unlock(&lock_);
-        slot* s = make();
-        if (!s) return nullptr;
-        pthread_mutex_lock(&lock_);
-        s->next_all = all_;
-        all_ = s;
-        pthread_mutex_unlock(&lock_);
-        return s;
-    }
-
     // For a thread that has exited (a later pthread key's destructor): f(slot&)
     // on an orphan taken for the one call, or on a new slot that becomes one;
     // f's result, or nullptr when no slot can be had. Out of line: rare, and
@@ -130,19 +108,6 @@ public:
         void* p = f(*s);
         release(s);
         return p;
-    }
-
-    // The caller stops holding s: it becomes an orphan, or is destroyed when
-    // it holds nothing and enough orphans wait already.
-    void release(slot* s) noexcept {
-        pthread_mutex_lock(&lock_);
-        if (orphans_ >= Policy::kept_orphans && empty(s)) {
-            destroy_locked(s);
-        } else {
-            ++orphans_;
-            s->orphaned.store(true, std::memory_order_release);
-        }
-        pthread_mutex_unlock(&lock_);
     }
 
     // The holder (or a thread that took s) gives every remotely freed block back.
@@ -231,6 +196,41 @@ public:
     }
 
 private:
+    // An orphan taken over by the caller, or a new slot linked in; nullptr when
+    // no memory is left for one. The caller gives it back with release().
+    slot* take() noexcept {
+        pthread_mutex_lock(&lock_);
+        for (slot* h = all_; h; h = h->next_all) {
+            bool expected = true;
+            if (!h->abandoned && h->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) {
+                --orphans_;
+                pthread_mutex_unlock(&lock_);
+                return h;
+            }
+        }
+        pthread_mutex_unlock(&lock_);
+        slot* s = make();
+        if (!s) return nullptr;
+        pthread_mutex_lock(&lock_);
+        s->next_all = all_;
+        all_ = s;
+        pthread_mutex_unlock(&lock_);
+        return s;
+    }
+
+    // The caller stops holding s: it becomes an orphan, or is destroyed when
+    // it holds nothing and enough orphans wait already.
+    void release(slot* s) noexcept {
+        pthread_mutex_lock(&lock_);
+        if (orphans_ >= Policy::kept_orphans && empty(s)) {
+            destroy_locked(s);
+        } else {
+            ++orphans_;
+            s->orphaned.store(true, std::memory_order_release);
+        }
+        pthread_mutex_unlock(&lock_);
+    }
+
     static constexpr std::size_t slot_bytes = round_up(sizeof(slot), page_size);
 
     struct spare_slot {
