@@ -44,7 +44,8 @@ public:
         link(static_cast<record*>(p));
     }
 
-    // A cheap look for the owner's fast path (may miss a push in flight).
+    // A cheap look, for the owner's slow path and for statistics (may miss a
+    // push in flight).
     bool maybe_nonempty() const noexcept { return head_.load(std::memory_order_relaxed) != nullptr; }
 
     // Owner only: f(record*) for every block pushed so far, newest first. f may

@@ -114,6 +114,11 @@ public:
     [[gnu::always_inline]] static void drain(slot* s) noexcept {
         s->remote.drain([s](remote_record* r) noexcept { Policy::give_back(s->heap, r); });
     }
+    // The same from an allocation's slow path, which runs often: a load when
+    // nothing is pending instead of drain's exchange (a locked instruction).
+    static void drain_pending(slot* s) noexcept {
+        if (s->remote.maybe_nonempty()) drain(s);
+    }
 
     // A thread frees a block of another's heap: the block joins s's list.
     // push(list) links it in (push or push_link, with what the record holds).

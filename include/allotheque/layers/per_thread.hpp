@@ -35,8 +35,8 @@
 // lookup per free; a remote free is one CAS on the owner's list. Set-up calls
 // no malloc (slots are mmap'd).
 // Over an allotheque::heap the fast paths are the malloc's, inline: the
-// cached slot, an empty remote list and H::try_allocate_cached; a free whose
-// block is the thread's own. Everything else is one call.
+// cached slot and H::try_allocate_cached; a free whose block is the thread's
+// own. Everything else is one call.
 #pragma once
 #include <bit>
 #include <concepts>
@@ -180,7 +180,7 @@ private:
         if (!ok_alignment(r.alignment) || r.size > max_size) return nullptr;
         const R q = parent_request(r);
         if (slot* s = mine_or_new()) {
-            if (s->remote.maybe_nonempty()) registry_type::drain(s);
+            registry_type::drain_pending(s);
             return s->heap.try_allocate(q);
         }
         return registry_.borrow([&](slot& s) noexcept { return s.heap.try_allocate(q); });

@@ -323,7 +323,7 @@ private:
 
     [[gnu::always_inline]] static void* allocate_in(thread_heap* th, std::size_t n, std::size_t a,
                                                     bool zero) noexcept {
-        if (th->remote.maybe_nonempty()) base::drain(th);
+        base::drain_pending(th);
         const void* hint = nullptr;
         if constexpr (heap_type::locality_aware) hint = th->heap.last_allocation();
         request r{malloc_request_size<D>(n), hint, a <= min_align ? 0 : a};

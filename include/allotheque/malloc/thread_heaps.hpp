@@ -70,7 +70,7 @@ public:
         }
     };
 
-    static void drain(thread_heap* th) noexcept { registry_type::drain(th); }
+    static void drain_pending(thread_heap* th) noexcept { registry_type::drain_pending(th); }
     // See thread_registry::borrow.
     template <class F>
     static void* borrow(F f) noexcept {
