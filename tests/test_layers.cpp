@@ -473,6 +473,10 @@ TEST_CASE("per_thread: a heap per thread, remote frees, heaps outlive threads", 
             h.deallocate(from_thread[static_cast<std::size_t>(i)],
                          al::request{static_cast<std::size_t>(16 + i), nullptr, i % 2 ? 64u : 0u});
         }
+        // This thread holds a heap: its frees wait in its outbox, in batches,
+        // until it flushes (a full batch, its slow path, collect()).
+        CHECK(h.remote_frees() == al::detail::remote_batch::capacity);
+        h.collect();
         CHECK(h.remote_frees() == 100);
         // Later threads adopt the orphaned heap (and drain it) instead of adding one each.
         for (int t = 0; t < 4; ++t)

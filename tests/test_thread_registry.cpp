@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <barrier>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -65,6 +66,9 @@ struct malloc_front {
     static void* allocate(std::size_t n) { return rt::allocate(n, 16); }
     static void free(void* p, std::size_t) { rt::deallocate(p); }
     static std::size_t heaps() { return rt::heap_count(); }
+    // malloc_trim: orphans that hold nothing any more are destroyed (and
+    // their counts of remote frees with them).
+    static void trim_all() { rt::trim_all(); }
     static std::size_t remote_frees() {
         std::size_t n = 0;
         rt::for_each_heap([&](const auto& th) { n += th.remote.pushed(); });
@@ -158,6 +162,50 @@ TEMPLATE_TEST_CASE("thread heaps: churn, late frees into orphans, adoption", "[t
     CHECK(F::remote_frees() > remote_before);
     // 3 workers at a time: heaps of exited threads are adopted, not piled up.
     CHECK(F::heaps() <= heaps_before + 3);
+}
+
+// More live heaps than a thread's outbox has ways (remote_outbox::ways): every
+// thread allocates, then frees blocks of many other threads while all of them
+// still live, so batches for owners that share a way post one another early.
+// Every block must reach its owner intact, once: per_thread's count is exact
+// once the threads have exited (an exit hands the last batches over); the
+// malloc destroys orphans that hold nothing, so there every heap must be
+// empty after malloc_trim, which it is only if all its blocks came back.
+TEMPLATE_TEST_CASE("thread heaps: more live heaps than outbox ways, frees between all of them",
+                   "[threads][registry]", per_thread_front, malloc_front) {
+    using F = TestType;
+    constexpr std::size_t threads = al::detail::remote_outbox::ways + 6, per_thread = 40;
+    const std::size_t remote_before = F::remote_frees();
+    const std::size_t heaps_before = F::heaps();
+    std::vector<std::pair<void*, std::size_t>> blocks(threads * per_thread);
+    std::atomic<int> damaged{0};
+    std::barrier sync(static_cast<std::ptrdiff_t>(threads));
+    std::vector<std::thread> ts;
+    for (std::size_t t = 0; t < threads; ++t)
+        ts.emplace_back([&, t] {
+            for (std::size_t i = 0; i < per_thread; ++i) {
+                const std::size_t n = 16 + (t * 31 + i * 17) % 700;
+                void* p = F::allocate(n);
+                fill(p, n);
+                blocks[t * per_thread + i] = {p, n};
+            }
+            sync.arrive_and_wait();
+            // Thread t frees block i of thread (t + 1 + i) % threads: 40 owners each.
+            for (std::size_t i = 0; i < per_thread; ++i) {
+                auto [p, n] = blocks[((t + 1 + i) % threads) * per_thread + i];
+                if (!intact(p, n)) ++damaged;
+                F::free(p, n);
+            }
+            sync.arrive_and_wait();   // every thread is still alive while the others free
+        });
+    for (auto& t : ts) t.join();
+    CHECK(damaged.load() == 0);
+    if constexpr (requires { F::trim_all(); }) {
+        F::trim_all();
+        CHECK(F::heaps() <= heaps_before);
+    } else {
+        CHECK(F::remote_frees() - remote_before == threads * per_thread);
+    }
 }
 
 TEMPLATE_TEST_CASE("thread heaps: a thread_local destroyed at thread exit frees into its own heap",

@@ -166,7 +166,7 @@ public:
 
     // The chunk size that serves n bytes at alignment a (0: natural), or 0 when
     // the request cannot be served at all (too large, bad alignment).
-    static constexpr std::size_t good_size(std::size_t n, std::size_t a = 0) noexcept {
+    [[gnu::always_inline]] static constexpr std::size_t good_size(std::size_t n, std::size_t a = 0) noexcept {
         // The common case first, in the fewest dependent steps: it sits on every
         // allocation and deallocation. Should the class size pass the threshold,
         // it is served as a large block of that size: allocate and deallocate agree.
@@ -548,7 +548,10 @@ private:
         return r.alignment == 0 && r.size <= cfg.large_threshold && c.size <= cfg.large_threshold;
     }
 
-    static constexpr std::size_t good_size_aligned(std::size_t n, std::size_t a) noexcept {
+    // Inlined, as good_size is: g++ left them out of line in the malloc
+    // libraries once their translation units grew (Velox's and Medius's
+    // aligned_alloc 152 -> 180 instructions).
+    [[gnu::always_inline]] static constexpr std::size_t good_size_aligned(std::size_t n, std::size_t a) noexcept {
         if (a != 0 && (!detail::is_pow2(a) || a > max_large_alignment)) return 0;
         if (n > max_size) return 0;
         if (a > max_alignment) return detail::round_up(n == 0 ? 1 : n, 16);

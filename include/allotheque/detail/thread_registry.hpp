@@ -1,7 +1,8 @@
 // thread_registry<H, Policy>: the heaps of one per-thread allocator, one per
 // thread, shared by layers::per_thread and the malloc replacement
 // (malloc/thread_heaps.hpp). Each heap sits in a slot of its own mapping
-// with its remote-free list (detail/remote_list.hpp); the slot is the heap's
+// with its remote-free list (detail/remote_list.hpp) and its outbox of frees
+// of other slots' blocks (detail/remote_outbox.hpp); the slot is the heap's
 // owner tag, so free(p) finds it through the page map.
 //
 // Life of a slot: a thread takes one (an orphan if any waits, else a new
@@ -39,6 +40,7 @@
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/detail/fork_guard.hpp>
 #include <allotheque/detail/remote_list.hpp>
+#include <allotheque/detail/remote_outbox.hpp>
 #include <allotheque/detail/thread_binding.hpp>
 
 namespace allotheque::detail {
@@ -52,10 +54,12 @@ public:
     struct slot {
         H heap;
         remote_type remote;
+        remote_outbox out;   // the holder's only
         std::atomic<bool> orphaned{false};   // no thread holds it: adoptable
         bool abandoned = false;              // a thread that did not survive fork() held it
         slot* next_all = nullptr;
         thread_registry* registry = nullptr;
+        std::uint32_t way = 0;   // its way in other slots' outboxes
         held_link link;   // link.mapping is the slot itself
     };
 
@@ -110,22 +114,50 @@ public:
         return p;
     }
 
-    // The holder (or a thread that took s) gives every remotely freed block back.
+    // The holder (or a thread that took s) gives every remotely freed block
+    // back; the batches they came in become s's spares.
     [[gnu::always_inline]] static void drain(slot* s) noexcept {
-        s->remote.drain([s](remote_record* r) noexcept { Policy::give_back(s->heap, r); });
+        s->remote.drain([s](remote_record* r) noexcept { Policy::give_back(s->heap, r); },
+                        [s](remote_batch* b) noexcept { recycle(s, b); });
     }
-    // The same from an allocation's slow path, which runs often: a load when
+    // Quiescent: s's pending remote frees and the frees it gathered are
+    // dropped (their heaps drop every block).
+    static void drop_remote(slot* s) noexcept {
+        s->remote.clear([s](remote_batch* b) noexcept { recycle(s, b); });
+        struct dropping {
+            slot* s;
+            void post(void*, remote_batch* b) const noexcept { recycle(s, b); }
+        };
+        s->out.flush(dropping{s});
+    }
+    // From an allocation's slow path, which runs often: two loads when
     // nothing is pending instead of drain's exchange (a locked instruction).
-    static void drain_pending(slot* s) noexcept {
-        if (s->remote.maybe_nonempty()) drain(s);
+    // The holder's own gathered frees go to their owners first, so none waits
+    // longer than the thread's next slow path. The work is out of line: the
+    // slow paths that call this are inlined into every entry point.
+    [[gnu::always_inline]] static void drain_pending(slot* s) noexcept {
+        if (!s->out.empty() || s->remote.maybe_nonempty()) [[unlikely]]
+            take_pending(s);
+    }
+    [[gnu::noinline]] static void take_pending(slot* s) noexcept {
+        flush(s);
+        drain(s);
+    }
+    // The holder of s hands the frees it gathered over to their owners.
+    static void flush(slot* s) noexcept {
+        if (!s->out.empty()) [[unlikely]]
+            s->out.flush(outlet{s});
     }
 
-    // A thread frees a block of another's heap: the block joins s's list.
-    // push(list) links it in (push or push_link, with what the record holds).
-    template <class Push>
-    [[gnu::always_inline]] static void hand_over(slot* s, Push push) noexcept {
-        push(s->remote);
-        if (s->orphaned.load(std::memory_order_relaxed)) service_orphan(s);
+    // A thread frees p, a block of owner's heap (bytes long), prepared for
+    // Policy::give_back: it goes into the batch for owner that `from` (the
+    // caller's slot, or nullptr when it holds none) is filling, or alone
+    // onto owner's list. from and owner are slots of one registry: a batch's
+    // memory is its registry's, which may go first.
+    [[gnu::always_inline]] static void hand_over(slot* from, slot* owner, void* p, std::size_t bytes) noexcept {
+        if (!from) [[unlikely]]
+            return push_alone(owner, p);
+        from->out.add(owner, owner->way, p, bytes, outlet{from});
     }
 
     // glibc's malloc_trim: the caller's slot and every orphan give their free
@@ -134,6 +166,7 @@ public:
     std::size_t trim_all(slot* mine) noexcept {
         std::size_t back = 0;
         if (mine) {
+            flush(mine);
             drain(mine);
             back += Policy::trim(mine->heap);
         }
@@ -178,7 +211,8 @@ public:
         for (slot* h = all_; h;) {
             slot* next = h->next_all;
             const bool holder_lives = !h->orphaned.load(std::memory_order_acquire) && !h->abandoned;
-            h->remote.clear();   // those blocks go with the heap
+            h->remote.clear([](remote_batch*) noexcept {});   // those blocks go with the heap, the batches with the pool
+            h->out.forget();
             const bool mine = thread_binding::holds(&h->link);
             if (mine) thread_binding::unhold(&h->link);
             void* m = h->link.mapping;
@@ -192,6 +226,9 @@ public:
         }
         all_ = nullptr;
         orphans_ = 0;
+        pthread_mutex_lock(&pool_lock_);
+        pool_.release_all();
+        pthread_mutex_unlock(&pool_lock_);
         while (spare_) {
             spare_slot* next = spare_->next;
             unmap(spare_, slot_bytes);
@@ -248,12 +285,48 @@ private:
     // then no thread can reach it through the page map any more.
     static bool empty(slot* s) noexcept { return Policy::holds_nothing(s->heap) && !s->remote.maybe_nonempty(); }
 
+    // A batch from the pool, or nullptr when no memory is left for one.
+    remote_batch* take_batch() noexcept {
+        pthread_mutex_lock(&pool_lock_);
+        remote_batch* b = pool_.take();
+        pthread_mutex_unlock(&pool_lock_);
+        return b;
+    }
+    void give_batch(remote_batch* b) noexcept {
+        pthread_mutex_lock(&pool_lock_);
+        pool_.give(b);
+        pthread_mutex_unlock(&pool_lock_);
+    }
+    static void recycle(slot* s, remote_batch* b) noexcept {
+        s->out.keep(b, [s](remote_batch* x) noexcept { s->registry->give_batch(x); });
+    }
+    // Where a slot's outbox sends (remote_outbox::add).
+    struct outlet {
+        slot* from;
+        // A batch onto its owner's list.
+        static void post(void* owner, remote_batch* b) noexcept {
+            auto* s = static_cast<slot*>(owner);
+            const std::uint32_t n = b->count;
+            s->remote.push_batch(b);
+            if (s->orphaned.load(std::memory_order_relaxed)) service_orphan(s, n);
+        }
+        remote_batch* supply() const noexcept { return from->registry->take_batch(); }
+        static void alone(void* owner, void* p) noexcept { push_alone(static_cast<slot*>(owner), p); }
+    };
+    [[gnu::noinline]] static void push_alone(slot* owner, void* p) noexcept {
+        owner->remote.push_link(p);
+        if (owner->orphaned.load(std::memory_order_relaxed)) service_orphan(owner, 1);
+    }
+
     // Frees keep arriving for a heap whose thread exited and that no new
     // thread adopted yet: the threads that push them take the heap for a
-    // moment, one push in 64, and give the blocks back to it.
+    // moment, once per 64 blocks pushed, and give the blocks back to it.
     // Out of line: the remote-free path that calls it stays a leaf.
-    [[gnu::noinline, gnu::cold]] static void service_orphan(slot* s) noexcept {
-        if (++thread_binding::pushes() % 64 != 0) return;
+    [[gnu::noinline, gnu::cold]] static void service_orphan(slot* s, unsigned blocks) noexcept {
+        unsigned& pushed = thread_binding::pushes();
+        pushed += blocks;
+        if (pushed < 64) return;
+        pushed = 0;
         bool expected = true;
         if (s->abandoned || !s->orphaned.compare_exchange_strong(expected, false, std::memory_order_acq_rel)) return;
         drain(s);
@@ -288,6 +361,7 @@ private:
         s->link.mapping = m;
         s->link.mapped_bytes = slot_bytes;
         s->registry = this;
+        s->way = next_way_.fetch_add(1, std::memory_order_relaxed);
         s->heap.set_owner_tag(s);
         Policy::prepare(s->heap);
         return s;
@@ -301,6 +375,7 @@ private:
                 *link = s->next_all;
                 break;
             }
+        s->out.give_spares([this](remote_batch* b) noexcept { give_batch(b); });
         s->~slot();
         // What a late reader of `orphaned` sees: all zero, not adoptable.
         std::memset(static_cast<void*>(s), 0, sizeof(slot));
@@ -318,6 +393,7 @@ private:
         }
         auto* s = static_cast<slot*>(l->mapping);
         Policy::detached(*s);
+        flush(s);
         drain(s);
         Policy::trim(s->heap);
         s->registry->release(s);
@@ -326,13 +402,18 @@ private:
     static void prefork(fork_member* m) noexcept {
         auto* r = owner_of(m);
         pthread_mutex_lock(&r->lock_);
+        pthread_mutex_lock(&r->pool_lock_);
     }
-    static void postfork_parent(fork_member* m) noexcept { pthread_mutex_unlock(&owner_of(m)->lock_); }
+    static void postfork_parent(fork_member* m) noexcept {
+        pthread_mutex_unlock(&owner_of(m)->pool_lock_);
+        pthread_mutex_unlock(&owner_of(m)->lock_);
+    }
     // Only the forking thread exists now: heaps other threads were holding may
     // be mid-update and are never touched again (their blocks leak in the child).
     static void postfork_child(fork_member* m) noexcept {
         auto* r = owner_of(m);
         pthread_mutex_init(&r->lock_, nullptr);
+        pthread_mutex_init(&r->pool_lock_, nullptr);
         for (slot* h = r->all_; h; h = h->next_all)
             if (!h->orphaned.load(std::memory_order_relaxed) && !thread_binding::holds(&h->link)) h->abandoned = true;
     }
@@ -342,7 +423,10 @@ private:
     slot* all_ = nullptr;              // under lock_
     std::size_t orphans_ = 0;          // under lock_
     spare_slot* spare_ = nullptr;      // under lock_
+    pthread_mutex_t pool_lock_ = PTHREAD_MUTEX_INITIALIZER;   // taken after lock_, never before
+    batch_pool pool_;                                        // under pool_lock_
     std::atomic<std::uint64_t> id_{0};
+    std::atomic<std::uint32_t> next_way_{0};
 };
 
 } // namespace allotheque::detail

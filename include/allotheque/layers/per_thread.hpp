@@ -196,14 +196,21 @@ private:
         }
         if (!owner) detail::fail("allotheque::layers::per_thread", "deallocate of a pointer no heap holds", p);
         const std::uint64_t word = (static_cast<std::uint64_t>(q.size) << 8) | code_of(q.alignment);
-        registry_type::hand_over(owner, [&](auto& l) noexcept { l.push(p, word); });
+        // Batched only within this object's registry (another per_thread
+        // object's may go first, and the batch's memory with it).
+        slot* from = mine();
+        if (from && from->registry != owner->registry) from = nullptr;
+        registry_type::hand_over(from, owner, detail::remote_list<>::make_record(p, word), q.size);
     }
 
 public:
     // Takes back the blocks other threads freed into this thread's heap now
     // instead of at the next allocation its heap cannot serve.
     void collect() noexcept {
-        if (slot* s = mine()) registry_type::drain(s);
+        if (slot* s = mine()) {
+            registry_type::flush(s);
+            registry_type::drain(s);
+        }
     }
 
     // This thread's heap's statistics (value-initialised when it has none yet).
@@ -226,6 +233,7 @@ public:
     {
         slot* s = mine();
         if (!s) return 0;
+        registry_type::flush(s);
         registry_type::drain(s);
         return s->heap.trim();
     }
@@ -234,12 +242,13 @@ public:
         requires has_deallocate_all<H>
     {
         registry_.for_each([](slot& s) noexcept {
-            s.remote.clear();
+            registry_type::drop_remote(&s);
             s.heap.deallocate_all();
         });
     }
     // Quiescent only: drains every heap's remote list (collect() for all threads).
     void collect_all() noexcept {
+        registry_.for_each([](slot& s) noexcept { registry_type::flush(&s); });
         registry_.for_each([](slot& s) noexcept { registry_type::drain(&s); });
     }
     // Quiescent only: f(H&) for every heap in the registry.

@@ -437,7 +437,7 @@ private:
             return;
         }
         w = marks::remote(p);
-        base::hand_over(owner, p);
+        base::hand_over(owner, p, usable_in(p, sp));
     }
 
     [[gnu::always_inline]] static std::size_t usable_in(void* p, [[maybe_unused]] span* sp) noexcept {

@@ -101,9 +101,24 @@ public:
         return th;
     }
 
-    // A block of another thread's heap: onto its owner's list, marked remote.
-    static void hand_over(thread_heap* owner, void* p) noexcept {
-        registry_type::hand_over(owner, [p](auto& l) noexcept { l.push_link(p); });
+    // A block (bytes long) of another thread's heap, marked remote: into the
+    // calling thread's batch for its owner, or onto the owner's list.
+    [[gnu::always_inline]] static void hand_over(thread_heap* owner, void* p, std::size_t bytes) noexcept {
+        // Read again rather than kept from free's owner test: kept, it takes
+        // a register and an instruction on every local free.
+        thread_heap* th = __atomic_load_n(&tl_heap, __ATOMIC_RELAXED);
+        if (!th) [[unlikely]]
+            return hand_over_first(owner, p, bytes);
+        registry_type::hand_over(th, owner, p, bytes);
+    }
+    // A thread's first free of another thread's block, before it allocated
+    // anything: it gets a heap, so that its frees go in batches too (a
+    // thread that only consumes what others allocate would otherwise pay a
+    // CAS per block). After the thread's exit, or with no memory for a heap,
+    // the block goes alone.
+    [[gnu::noinline, gnu::cold]] static void hand_over_first(thread_heap* owner, void* p, std::size_t bytes) noexcept {
+        thread_heap* th = detail::thread_binding::exited() ? nullptr : attach();
+        registry_type::hand_over(th, owner, p, bytes);
     }
 
     // glibc's malloc_trim: the caller's heap and every orphaned one give their

@@ -1,0 +1,167 @@
+// A thread's frees of other threads' blocks, gathered into batches before
+// they are handed over (snmalloc sends remote frees in batches too): a
+// remote free is then a store into an array the freeing thread holds, and
+// the owner's list (detail/remote_list.hpp) sees one compare-and-swap per
+// batch instead of one per block, and reads the batch's addresses in order.
+//
+// remote_outbox: per thread heap, used only by the thread holding it. Up to
+// `ways` owners have a batch filling at a time, each in the way its owner
+// names (the registry numbers its slots in turn, so owners share a way only
+// past `ways` heaps); a block for an owner whose way another holds posts
+// that batch first. A batch goes to its owner when it holds `capacity`
+// blocks, and whenever its thread flushes: at its allocations' slow path, at
+// exit, and at collect()/trim. Blocks over max_block go alone, so at most
+// ways * capacity * max_block bytes (4 MiB) wait in one thread's outbox.
+// The spare batches drained batches leave behind are kept here too.
+//
+// batch_pool: where batches come from: mapped 64 KiB at a time, never
+// unmapped before the pool; used under its owner's lock (the registry's).
+#pragma once
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include <allotheque/detail/remote_list.hpp>
+
+namespace allotheque::detail {
+
+class batch_pool {
+public:
+    // Under the caller's lock. nullptr when no memory is left.
+    remote_batch* take() noexcept {
+        if (!free_) {
+            void* m = ::mmap(nullptr, chunk_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m == MAP_FAILED) return nullptr;
+            auto* c = static_cast<chunk*>(m);
+            c->next = chunks_;
+            chunks_ = c;
+            // The chunk's first batch-sized piece holds its link.
+            auto* b = reinterpret_cast<remote_batch*>(m);
+            for (std::size_t i = chunk_bytes / sizeof(remote_batch) - 1; i > 0; --i) give(b + i);
+        }
+        remote_batch* b = free_;
+        free_ = reinterpret_cast<remote_batch*>(b->next);
+        return b;
+    }
+    // Under the caller's lock.
+    void give(remote_batch* b) noexcept {
+        b->next = reinterpret_cast<remote_record*>(free_);
+        free_ = b;
+    }
+    // Every batch goes with the memory (nothing may use one any more).
+    void release_all() noexcept {
+        while (chunks_) {
+            chunk* next = chunks_->next;
+            ::munmap(chunks_, chunk_bytes);
+            chunks_ = next;
+        }
+        free_ = nullptr;
+    }
+
+private:
+    static constexpr std::size_t chunk_bytes = 64 * 1024;
+    struct chunk {
+        chunk* next;
+    };
+    remote_batch* free_ = nullptr;
+    chunk* chunks_ = nullptr;
+};
+
+class remote_outbox {
+public:
+    static constexpr std::size_t ways = 64;
+    static constexpr std::size_t max_block = 1024;
+    static constexpr std::uint32_t kept_spares = 32;
+
+    // Adds p (bytes long) for owner, whose way is `index`. The outlet (a small value) says where
+    // batches and blocks go: o.post(owner, batch) hands a batch over,
+    // o.supply() gives a batch when the spares are out (nullptr if none),
+    // o.alone(owner, p) sends a block that cannot join a batch (too large,
+    // or no batch to be had). Inline, this is two compares and a store
+    // through the way's cursor; a batch is full when the cursor reaches its
+    // end, the next 512-byte boundary. Everything else is a tail call out of
+    // line, so that a free calling it needs no stack frame.
+    template <class Outlet>
+    [[gnu::always_inline]] void add(void* owner, std::size_t index, void* p, std::size_t bytes, Outlet o) noexcept {
+        way& w = ways_[index % ways];
+        if (w.owner != owner || bytes > max_block) [[unlikely]]   // a way that holds no batch has no owner
+            return start(w, owner, p, bytes, o);
+        void** c = w.cursor;
+        *c++ = p;
+        w.cursor = c;
+        if ((reinterpret_cast<std::uintptr_t>(c) & (sizeof(remote_batch) - 1)) == 0) [[unlikely]]
+            return send(w, o);
+    }
+
+    // Hands every filling batch over (o.post).
+    template <class Outlet>
+    void flush(Outlet o) noexcept {
+        if (filling_ == 0) return;
+        for (way& w : ways_)
+            if (w.owner) send(w, o);
+    }
+    bool empty() const noexcept { return filling_ == 0; }
+
+    // A batch its owner drained: kept as a spare, or given to Overflow(batch)
+    // when enough are kept.
+    template <class Overflow>
+    void keep(remote_batch* b, Overflow overflow) noexcept {
+        if (spares_ >= kept_spares) return overflow(b);
+        b->next = reinterpret_cast<remote_record*>(spare_);
+        spare_ = b;
+        ++spares_;
+    }
+    // Every spare to f(batch) (the slot goes away).
+    template <class F>
+    void give_spares(F f) noexcept {
+        while (remote_batch* b = take_spare()) f(b);
+    }
+    // Forgets every batch (their memory goes with the pool).
+    void forget() noexcept { *this = remote_outbox{}; }
+
+private:
+    struct way {
+        void* owner = nullptr;     // nullptr while the way holds no batch
+        void** cursor = nullptr;   // the batch's next free entry
+    };
+    // The batch a cursor writes into (it is past the first entry).
+    static remote_batch* batch_of(void** cursor) noexcept {
+        return reinterpret_cast<remote_batch*>((reinterpret_cast<std::uintptr_t>(cursor) - 1) &
+                                               ~(sizeof(remote_batch) - 1));
+    }
+
+    template <class Outlet>
+    [[gnu::noinline]] void start(way& w, void* owner, void* p, std::size_t bytes, Outlet o) noexcept {
+        if (bytes > max_block) return o.alone(owner, p);
+        if (w.owner) send(w, o);
+        remote_batch* b = take_spare();
+        if (!b && !(b = o.supply())) return o.alone(owner, p);
+        b->block[0] = p;
+        w = {owner, &b->block[1]};
+        ++filling_;
+    }
+    template <class Outlet>
+    [[gnu::noinline]] void send(way& w, Outlet o) noexcept {
+        remote_batch* b = batch_of(w.cursor);
+        b->count = static_cast<std::uint32_t>(w.cursor - b->block);
+        o.post(w.owner, b);
+        w = {};
+        --filling_;
+    }
+    remote_batch* take_spare() noexcept {
+        remote_batch* b = spare_;
+        if (b) {
+            spare_ = reinterpret_cast<remote_batch*>(b->next);
+            --spares_;
+        }
+        return b;
+    }
+
+    way ways_[ways]{};
+    remote_batch* spare_ = nullptr;
+    std::uint32_t spares_ = 0;
+    std::uint32_t filling_ = 0;
+};
+
+} // namespace allotheque::detail
