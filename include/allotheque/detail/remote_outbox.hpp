@@ -74,7 +74,7 @@ public:
     static constexpr std::size_t max_block = 1024;
     static constexpr std::uint32_t kept_spares = 32;
 
-    // Adds p (bytes long) for owner, whose way is `index`. The outlet (a small value) says where
+    // Adds p (bytes long) for owner, whose way is `index` (< ways). The outlet (a small value) says where
     // batches and blocks go: o.post(owner, batch) hands a batch over,
     // o.supply() gives a batch when the spares are out (nullptr if none),
     // o.alone(owner, p) sends a block that cannot join a batch (too large,
@@ -84,7 +84,7 @@ public:
     // line, so that a free calling it needs no stack frame.
     template <class Outlet>
     [[gnu::always_inline]] void add(void* owner, std::size_t index, void* p, std::size_t bytes, Outlet o) noexcept {
-        way& w = ways_[index % ways];
+        way& w = ways_[index];
         if (w.owner != owner || bytes > max_block) [[unlikely]]   // a way that holds no batch has no owner
             return start(w, owner, p, bytes, o);
         void** c = w.cursor;

@@ -59,7 +59,7 @@ public:
         bool abandoned = false;              // a thread that did not survive fork() held it
         slot* next_all = nullptr;
         thread_registry* registry = nullptr;
-        std::uint32_t way = 0;   // its way in other slots' outboxes
+        std::uint32_t way = 0;   // its way in other slots' outboxes (< remote_outbox::ways)
         held_link link;   // link.mapping is the slot itself
     };
 
@@ -361,7 +361,7 @@ private:
         s->link.mapping = m;
         s->link.mapped_bytes = slot_bytes;
         s->registry = this;
-        s->way = next_way_.fetch_add(1, std::memory_order_relaxed);
+        s->way = next_way_.fetch_add(1, std::memory_order_relaxed) % remote_outbox::ways;
         s->heap.set_owner_tag(s);
         Policy::prepare(s->heap);
         return s;
