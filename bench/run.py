@@ -256,7 +256,7 @@ def run_micro(args, micro_dir):
 # malloc, one (workload, threads, allocator) per process.
 # ---------------------------------------------------------------------------
 
-THREAD_WORKLOADS = ["server", "prodcons", "local", "mixed"]
+THREAD_WORKLOADS = ["server", "prodcons", "local", "mixed", "xmalloc"]
 MALLOC_BASELINES = ["glibc", "jemalloc", "mimalloc", "tcmalloc"]
 
 

@@ -21,6 +21,10 @@
 //             <= 1 KiB, 8 % <= 8 KiB, 2 % up to 64 KiB) in a 1024-slot working
 //             set per thread; one evicted block in 8 is handed to the next
 //             thread, which frees it
+//   xmalloc   one producer, the other threads consumers that only free
+//             (xmalloc-test-like): thread 0 allocates batches of 64 blocks
+//             (16-512) for each consumer in turn; at 1 thread it frees its
+//             own
 //
 // Verification: every block gets a stamp derived from (address, size, owning
 // thread) on its header word, its last word and up to three words between; it
@@ -314,6 +318,58 @@ struct prodcons {
     void teardown(worker& w, local&) { consume(w); }
 };
 
+struct xmalloc {
+    static constexpr std::uint32_t batch_blocks = 64;
+    struct batch {
+        void* block[batch_blocks];
+    };
+    using ring = spsc_ring<batch, 8>;
+    std::uint32_t threads;
+    std::unique_ptr<ring[]> inbox;   // inbox[i]: batches from thread 0 to thread i (inbox[0]: at 1 thread)
+
+    explicit xmalloc(std::uint32_t t) : threads(t), inbox(new ring[t]) {}
+
+    struct local {
+        std::uint32_t next = 0;   // the producer's next consumer
+        std::uint32_t idle = 0;
+    };
+    local setup(worker&) { return {}; }
+    std::uint32_t consume(worker& w) {
+        std::uint32_t n = 0;
+        for (ring& in = inbox[w.id]; batch* b = in.front(); in.pop(), ++n)
+            for (void* p : b->block) w.drop<api::c>(p);
+        return n;
+    }
+    bool produce(worker& w, local& l) {
+        // Consumers in turn; a full ring is passed over for now.
+        for (std::uint32_t tries = 0; tries < threads; ++tries) {
+            const std::uint32_t to = threads == 1 ? 0 : 1 + l.next % (threads - 1);
+            ++l.next;
+            if (batch* b = inbox[to].claim()) {
+                for (void*& p : b->block) p = w.make<api::c>(w.r.between(16, 512));
+                inbox[to].publish();
+                return true;
+            }
+        }
+        return false;
+    }
+    void step(worker& w, local& l) {
+        bool busy;
+        if (w.id == 0) {
+            busy = produce(w, l);
+            if (threads == 1) busy = consume(w) > 0 || busy;
+        } else {
+            busy = consume(w) > 0;
+        }
+        // As in prodcons: yield, then sleep, so that a waiting partner gets the core.
+        if (busy)
+            l.idle = 0;
+        else
+            ++l.idle < 64 ? std::this_thread::yield() : std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    void teardown(worker& w, local&) { consume(w); }
+};
+
 // A thread's own working set, allocated through interface A.
 template <api A>
 struct block_set {
@@ -468,6 +524,7 @@ constexpr workload_entry workloads[] = {
     {"prodcons", run_workload<prodcons>},
     {"local", run_workload<local_churn>},
     {"mixed", run_workload<mixed>},
+    {"xmalloc", run_workload<xmalloc>},
 };
 
 const workload_entry* find_workload(std::string_view name) {
@@ -548,7 +605,8 @@ int self_test() {
             expect(r.blocks >= r.allocs, what + ": counts");
             const std::string_view name = w.name;
             if (name == "local" || t == 1) expect(r.remote_frees == 0, what + ": no remote free");
-            if (name == "prodcons" && t > 1) expect(r.remote_frees == r.frees, what + ": every free remote");
+            if ((name == "prodcons" || name == "xmalloc") && t > 1)
+                expect(r.remote_frees == r.frees, what + ": every free remote");
             if ((name == "server" || name == "mixed") && t > 1) expect(r.remote_frees > 0, what + ": remote frees");
         }
     }
@@ -590,7 +648,7 @@ void usage(std::FILE* to) {
     std::fprintf(to,
                  "usage: threads_bench --workload NAME --threads N [--seconds S] [--seed N]\n"
                  "       threads_bench --list | --identify | --self-test | --test-corruption | --help\n"
-                 "workloads: server prodcons local mixed (bench/README.md, \"Threads\")\n"
+                 "workloads: server prodcons local mixed xmalloc (bench/README.md, \"Threads\")\n"
                  "  --threads N   1..%u worker threads\n"
                  "  --seconds S   timed window, 0.001..3600 (default 0.25)\n"
                  "  --identify    print the active malloc as JSON and exit\n"
