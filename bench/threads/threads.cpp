@@ -278,94 +278,77 @@ struct server {
     }
 };
 
-struct prodcons {
+// Batches of 64 blocks (16-512 B) handed to other threads through bounded
+// lock-free queues of 8 batches, one queue per receiving thread.
+struct batch_mail {
     static constexpr std::uint32_t batch_blocks = 64;
     struct batch {
         void* block[batch_blocks];
     };
     using ring = spsc_ring<batch, 8>;
     std::uint32_t threads;
-    std::unique_ptr<ring[]> inbox;   // inbox[i]: batches from thread i-1 to thread i
+    std::unique_ptr<ring[]> inbox;   // inbox[i]: batches for thread i
 
-    explicit prodcons(std::uint32_t t) : threads(t), inbox(new ring[t]) {}
+    explicit batch_mail(std::uint32_t t) : threads(t), inbox(new ring[t]) {}
 
+    // Frees every batch waiting for w; how many there were.
+    std::uint32_t consume(worker& w) {
+        std::uint32_t n = 0;
+        for (ring& in = inbox[w.id]; batch* b = in.front(); in.pop(), ++n)
+            for (void* p : b->block) w.drop<api::c>(p);
+        return n;
+    }
+    // A batch for thread `to`, or false while its queue is full.
+    bool send(worker& w, std::uint32_t to) {
+        batch* b = inbox[to].claim();
+        if (!b) return false;
+        for (void*& p : b->block) p = w.make<api::c>(w.r.between(16, 512));
+        inbox[to].publish();
+        return true;
+    }
+    // Nothing to do: let the partner run. Yield first; once that has not
+    // helped for a while, sleep, so the core goes idle and the scheduler can
+    // move a waiting partner onto it (a yielding thread keeps its core busy).
+    static void wait(std::uint32_t& idle) {
+        ++idle < 64 ? std::this_thread::yield() : std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+};
+
+// Each thread sends to its successor in a ring and frees what its predecessor sent.
+struct prodcons : batch_mail {
+    using batch_mail::batch_mail;
     // Rounds in a row with nothing to consume and no room to produce.
     struct local {
         std::uint32_t idle = 0;
     };
     local setup(worker&) { return {}; }
-    std::uint32_t consume(worker& w) {
-        std::uint32_t n = 0;
-        for (ring& in = inbox[w.id]; batch* b = in.front(); in.pop(), ++n)
-            for (void* p : b->block) w.drop<api::c>(p);
-        return n;
-    }
     void step(worker& w, local& l) {
         const std::uint32_t consumed = consume(w);
-        ring& out = inbox[(w.id + 1) % threads];
-        if (batch* b = out.claim()) {
-            for (void*& p : b->block) p = w.make<api::c>(w.r.between(16, 512));
-            out.publish();
+        if (send(w, (w.id + 1) % threads))
             l.idle = 0;
-        } else if (consumed == 0) {
-            // The successor is behind and nothing came in: let it run. Yield
-            // first; once that has not helped for a while, sleep, so the core
-            // goes idle and the scheduler can move a waiting partner onto it
-            // (a yielding thread keeps its core busy).
-            ++l.idle < 64 ? std::this_thread::yield() : std::this_thread::sleep_for(std::chrono::microseconds(50));
-        }
+        else if (consumed == 0)
+            wait(l.idle);   // the successor is behind and nothing came in
     }
     void teardown(worker& w, local&) { consume(w); }
 };
 
-struct xmalloc {
-    static constexpr std::uint32_t batch_blocks = 64;
-    struct batch {
-        void* block[batch_blocks];
-    };
-    using ring = spsc_ring<batch, 8>;
-    std::uint32_t threads;
-    std::unique_ptr<ring[]> inbox;   // inbox[i]: batches from thread 0 to thread i (inbox[0]: at 1 thread)
-
-    explicit xmalloc(std::uint32_t t) : threads(t), inbox(new ring[t]) {}
-
+// Thread 0 sends to the others in turn, which only free (at 1 thread, to itself).
+struct xmalloc : batch_mail {
+    using batch_mail::batch_mail;
     struct local {
         std::uint32_t next = 0;   // the producer's next consumer
         std::uint32_t idle = 0;
     };
     local setup(worker&) { return {}; }
-    std::uint32_t consume(worker& w) {
-        std::uint32_t n = 0;
-        for (ring& in = inbox[w.id]; batch* b = in.front(); in.pop(), ++n)
-            for (void* p : b->block) w.drop<api::c>(p);
-        return n;
-    }
     bool produce(worker& w, local& l) {
-        // Consumers in turn; a full ring is passed over for now.
-        for (std::uint32_t tries = 0; tries < threads; ++tries) {
-            const std::uint32_t to = threads == 1 ? 0 : 1 + l.next % (threads - 1);
-            ++l.next;
-            if (batch* b = inbox[to].claim()) {
-                for (void*& p : b->block) p = w.make<api::c>(w.r.between(16, 512));
-                inbox[to].publish();
-                return true;
-            }
-        }
+        for (std::uint32_t tries = 0; tries < threads; ++tries)   // a full queue is passed over for now
+            if (send(w, threads == 1 ? 0 : 1 + l.next++ % (threads - 1))) return true;
         return false;
     }
     void step(worker& w, local& l) {
-        bool busy;
-        if (w.id == 0) {
-            busy = produce(w, l);
-            if (threads == 1) busy = consume(w) > 0 || busy;
-        } else {
-            busy = consume(w) > 0;
-        }
-        // As in prodcons: yield, then sleep, so that a waiting partner gets the core.
-        if (busy)
-            l.idle = 0;
-        else
-            ++l.idle < 64 ? std::this_thread::yield() : std::this_thread::sleep_for(std::chrono::microseconds(50));
+        bool busy = w.id == 0 && produce(w, l);
+        if (w.id != 0 || threads == 1) busy = consume(w) > 0 || busy;
+        busy ? void(l.idle = 0) : wait(l.idle);
     }
     void teardown(worker& w, local&) { consume(w); }
 };
