@@ -11,6 +11,7 @@
 #include <set>
 #include <vector>
 
+#include <allotheque/detail/batch_pool.hpp>
 #include <allotheque/detail/remote_outbox.hpp>
 
 namespace al = allotheque;

@@ -77,13 +77,13 @@ public:
     // (the next link is read before f is called). How many blocks.
     template <class F, class Done>
     std::size_t drain(F&& f, Done&& done) noexcept {
-        record* r = head_.exchange(nullptr, std::memory_order_acquire);
         std::size_t n = 0;
-        while (r) {
-            const auto tagged = reinterpret_cast<std::uintptr_t>(r);
-            if (tagged & 1) {
-                auto* b = reinterpret_cast<remote_batch*>(tagged - 1);
-                r = b->next;
+        take_all(
+            [&](record* r) noexcept {
+                f(r);
+                ++n;
+            },
+            [&](remote_batch* b) noexcept {
                 // The addresses are known up front, so the misses on the
                 // blocks overlap. (A write prefetch 6 blocks ahead measured
                 // no faster in threads_bench prodcons and server.) Newest
@@ -92,30 +92,14 @@ public:
                 for (std::uint32_t i = k; i-- > 0;) f(static_cast<record*>(b->block[i]));
                 n += k;
                 done(b);
-            } else {
-                record* next = r->next;
-                f(r);
-                r = next;
-                ++n;
-            }
-        }
+            });
         return n;
     }
     // Drops the blocks on the list (they go with their heap); done(batch) for
     // each batch, whose memory is the pusher's pool's.
     template <class Done>
     void clear(Done&& done) noexcept {
-        record* r = head_.exchange(nullptr, std::memory_order_acquire);
-        while (r) {
-            const auto tagged = reinterpret_cast<std::uintptr_t>(r);
-            if (tagged & 1) {
-                auto* b = reinterpret_cast<remote_batch*>(tagged - 1);
-                r = b->next;
-                done(b);
-            } else {
-                r = r->next;
-            }
-        }
+        take_all([](record*) noexcept {}, done);
     }
 
     std::size_t pushed() const noexcept
@@ -125,6 +109,24 @@ public:
     }
 
 private:
+    // Empties the list: block(record*) for each single block, batch(b) for
+    // each batch, newest first; each entry's link is read before its call.
+    template <class Block, class Batch>
+    void take_all(Block&& block, Batch&& batch) noexcept {
+        record* r = head_.exchange(nullptr, std::memory_order_acquire);
+        while (r) {
+            const auto tagged = reinterpret_cast<std::uintptr_t>(r);
+            if (tagged & 1) {
+                auto* b = reinterpret_cast<remote_batch*>(tagged - 1);
+                r = b->next;
+                batch(b);
+            } else {
+                record* next = r->next;
+                block(r);
+                r = next;
+            }
+        }
+    }
     // r (whose first word is the link) goes on top, as `entry` (r, tagged
     // when a batch); n blocks more to count.
     void link(record* r, record* entry, [[maybe_unused]] std::size_t n) noexcept {

@@ -12,13 +12,9 @@
 // blocks, and whenever its thread flushes: at its allocations' slow path, at
 // exit, and at collect()/trim. Blocks over max_block go alone, so at most
 // ways * capacity * max_block bytes (4 MiB) wait in one thread's outbox.
-// The spare batches drained batches leave behind are kept here too.
-//
-// batch_pool: where batches come from: mapped 64 KiB at a time, never
-// unmapped before the pool; used under its owner's lock (the registry's).
+// The spare batches drained batches leave behind are kept here too; new ones
+// come from a detail::batch_pool.
 #pragma once
-#include <sys/mman.h>
-
 #include <cstddef>
 #include <cstdint>
 
@@ -26,59 +22,17 @@
 
 namespace allotheque::detail {
 
-class batch_pool {
-public:
-    // Under the caller's lock. nullptr when no memory is left.
-    remote_batch* take() noexcept {
-        if (!free_) {
-            void* m = ::mmap(nullptr, chunk_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (m == MAP_FAILED) return nullptr;
-            auto* c = static_cast<chunk*>(m);
-            c->next = chunks_;
-            chunks_ = c;
-            // The chunk's first batch-sized piece holds its link.
-            auto* b = reinterpret_cast<remote_batch*>(m);
-            for (std::size_t i = chunk_bytes / sizeof(remote_batch) - 1; i > 0; --i) give(b + i);
-        }
-        remote_batch* b = free_;
-        free_ = reinterpret_cast<remote_batch*>(b->next);
-        return b;
-    }
-    // Under the caller's lock.
-    void give(remote_batch* b) noexcept {
-        b->next = reinterpret_cast<remote_record*>(free_);
-        free_ = b;
-    }
-    // Every batch goes with the memory (nothing may use one any more).
-    void release_all() noexcept {
-        while (chunks_) {
-            chunk* next = chunks_->next;
-            ::munmap(chunks_, chunk_bytes);
-            chunks_ = next;
-        }
-        free_ = nullptr;
-    }
-
-private:
-    static constexpr std::size_t chunk_bytes = 64 * 1024;
-    struct chunk {
-        chunk* next;
-    };
-    remote_batch* free_ = nullptr;
-    chunk* chunks_ = nullptr;
-};
-
 class remote_outbox {
 public:
     static constexpr std::size_t ways = 64;
     static constexpr std::size_t max_block = 1024;
     static constexpr std::uint32_t kept_spares = 32;
 
-    // Adds p (bytes long) for owner, whose way is `index` (< ways). The outlet (a small value) says where
-    // batches and blocks go: o.post(owner, batch) hands a batch over,
-    // o.supply() gives a batch when the spares are out (nullptr if none),
-    // o.alone(owner, p) sends a block that cannot join a batch (too large,
-    // or no batch to be had). Inline, this is two compares and a store
+    // Adds p (bytes long) for owner, whose way is `index` (< ways). The
+    // outlet (a small value) says where batches and blocks go: o.post(owner,
+    // batch) hands a batch over, o.supply() gives a batch when the spares are
+    // out (nullptr if none), o.alone(owner, p) sends a block that cannot join
+    // a batch (too large, or no batch to be had). Inline, this is two compares and a store
     // through the way's cursor; a batch is full when the cursor reaches its
     // end, the next 512-byte boundary. Everything else is a tail call out of
     // line, so that a free calling it needs no stack frame.

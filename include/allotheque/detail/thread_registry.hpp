@@ -37,6 +37,7 @@
 #include <new>
 #include <utility>
 
+#include <allotheque/detail/batch_pool.hpp>
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/detail/fork_guard.hpp>
 #include <allotheque/detail/remote_list.hpp>
