@@ -138,9 +138,11 @@ public:
     // slow paths that call this are inlined into every entry point.
     [[gnu::always_inline]] static void drain_pending(slot* s) noexcept {
         if (!s->out.empty() || s->remote.maybe_nonempty()) [[unlikely]]
-            take_pending(s);
+            settle(s);
     }
-    [[gnu::noinline]] static void take_pending(slot* s) noexcept {
+    // The holder of s hands the frees it gathered over, then takes back what
+    // others handed it: what collect, trim and thread exit do.
+    [[gnu::noinline]] static void settle(slot* s) noexcept {
         flush(s);
         drain(s);
     }
@@ -167,8 +169,7 @@ public:
     std::size_t trim_all(slot* mine) noexcept {
         std::size_t back = 0;
         if (mine) {
-            flush(mine);
-            drain(mine);
+            settle(mine);
             back += Policy::trim(mine->heap);
         }
         pthread_mutex_lock(&lock_);
@@ -394,8 +395,7 @@ private:
         }
         auto* s = static_cast<slot*>(l->mapping);
         Policy::detached(*s);
-        flush(s);
-        drain(s);
+        settle(s);
         Policy::trim(s->heap);
         s->registry->release(s);
     }

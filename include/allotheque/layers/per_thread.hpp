@@ -7,12 +7,14 @@
 // its slot, and H::owner_of(p) reads the tag back from the page map, so blocks
 // carry no header). Freeing:
 //   - on the owning thread: straight back into its heap;
-//   - on any other thread: the block is pushed onto the owner's lock-free
-//     remote-free list (the freed block then holds the link and the request's
-//     size and alignment); the owner drains the whole list with one exchange at
-//     its next allocation that its heap cannot serve from the chunks it
-//     already holds (or collect()). Every request asks H for at least 16
-//     bytes, the room that record needs.
+//   - on any other thread: the block (which then holds the request's size
+//     and alignment) goes into the batch the freeing thread fills for its
+//     owner, or alone onto the owner's lock-free remote-free list when the
+//     thread holds no heap of this object (detail/remote_outbox.hpp); the
+//     owner drains the whole list with one exchange at its next allocation
+//     that its heap cannot serve from the chunks it already holds (or
+//     collect()). Every request asks H for at least 16 bytes, the room that
+//     record needs.
 //
 // Lifetime: heaps live in the object's registry and are destroyed with it,
 // never with their thread, so a block may outlive the thread that allocated
@@ -32,7 +34,8 @@
 // outlive all use by threads (threads may exit after it is gone). H itself
 // needs no thread safety: only one thread uses a heap at a time.
 // Cost: a thread_local compare on the fast path per call and a page-map
-// lookup per free; a remote free is one CAS on the owner's list. Set-up calls
+// lookup per free; a remote free is a store into a batch, one CAS per 62
+// blocks (one per block from a thread without a heap here). Set-up calls
 // no malloc (slots are mmap'd).
 // Over an allotheque::heap the fast paths are the malloc's, inline: the
 // cached slot and H::try_allocate_cached; a free whose block is the thread's
@@ -207,10 +210,7 @@ public:
     // Takes back the blocks other threads freed into this thread's heap now
     // instead of at the next allocation its heap cannot serve.
     void collect() noexcept {
-        if (slot* s = mine()) {
-            registry_type::flush(s);
-            registry_type::drain(s);
-        }
+        if (slot* s = mine()) registry_type::settle(s);
     }
 
     // This thread's heap's statistics (value-initialised when it has none yet).
@@ -233,8 +233,7 @@ public:
     {
         slot* s = mine();
         if (!s) return 0;
-        registry_type::flush(s);
-        registry_type::drain(s);
+        registry_type::settle(s);
         return s->heap.trim();
     }
     // Quiescent only: drops every block of every thread's heap.

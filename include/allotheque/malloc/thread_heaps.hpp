@@ -6,8 +6,10 @@
 // Threads: every thread allocates from its own heap, with no lock. Ownership
 // is the span's owner tag in the page map (backend/page_map.hpp), so free(p)
 // looks the span up: a block of the calling thread's heap goes straight back;
-// any other is pushed onto its owner's remote-free list (one CAS), which the
-// owner drains at its next allocation that misses its heap's lists.
+// any other goes into the batch the freeing thread fills for its owner, one
+// CAS onto the owner's remote-free list per 62 blocks
+// (detail/remote_outbox.hpp), which the owner drains at its next allocation
+// that misses its heap's lists.
 //
 // Set-up never calls malloc before the thread's heap exists: the thread's
 // heap is a plain initial-exec TLS pointer, heaps live in mmap'd slots, and
