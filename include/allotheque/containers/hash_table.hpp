@@ -229,14 +229,20 @@ private:
     // The request's size entry names its target class, or (WalkEnd) the
     // class where the search's walk would end: a pop there, which is the
     // chunk the search would take. Else nullptr, nothing changed.
+    //
+    // A held chunk does not matter to the first: the entry's class exists
+    // (it has chunks of the size), and a chunk is held only where its class
+    // does not, so the search would pop the same chunk from the target and
+    // leave the held one held. It matters to the walk's end, which it may
+    // lie below.
     template <bool WalkEnd = true, request_like R>
     [[gnu::always_inline]] static std::byte* try_allocate_fast(header_type& h, const R& r) noexcept
         requires has_front
     {
-        if (h.held.p) return nullptr;
         const front_entry& e = front_of(h, r.size);
         if (e.n != r.size) return nullptr;
-        if (const std::size_t t = target_class(h, r); e.i != t && !(WalkEnd && walk_would_end_at<true>(h, e, t)))
+        if (const std::size_t t = target_class(h, r);
+            e.i != t && !(WalkEnd && !h.held.p && walk_would_end_at<true>(h, e, t)))
             return nullptr;
         return take_front(h, e, r);
     }
@@ -391,7 +397,10 @@ private:
         requires has_front
     {
         const front_entry& e = front_of(h, n);
-        if (!h.held.p && e.i == i && e.n == n) [[likely]] {
+        // As for an allocation, a held chunk is in another class: linking
+        // it first (what the slow path's settle does) can wait for the next
+        // operation that reads the classes.
+        if (e.i == i && e.n == n) [[likely]] {
             // The class holds the size, so the directory has its bit.
             Nested::front_push(chunks_of(e), p, n);
             h.last = i;
