@@ -195,7 +195,11 @@ struct hash_table {
         requires has_front
     {
         if (std::byte* p = try_allocate_fast(h, r)) [[likely]] return p;
-        return allocate_missed(h, r);
+        // A copy goes out of line: had r's address escaped, the caller would
+        // build its request in memory on every call and read it back after
+        // (the header-only Velox and Medius paid 7 instructions a pair).
+        const R missed = r;
+        return allocate_missed(h, missed);
     }
     // The fast path alone, for a caller with a slow path of its own
     // (heap::try_allocate_cached, under the malloc): a pop when the size's
