@@ -14,6 +14,8 @@
 //            per realloc (the malloc and free shared among the ~480 reallocs)
 //   calloc   calloc(1, 64), free: per pair
 //   aligned  aligned_alloc(64, 48), free: per pair
+//   new      operator new(32), one store, sized operator delete: per pair (what
+//            a C++ program calls; its own entry points in every malloc)
 //   remote   thread A mallocs a batch of 100 (32..64 B), thread B frees it;
 //            both threads' counted loops, per block (one malloc, one free)
 //
@@ -48,6 +50,8 @@ struct libc_malloc {
     void* zeroed(std::size_t count, std::size_t n) noexcept { return std::calloc(count, n); }
     void* resize(void* p, std::size_t n) noexcept { return std::realloc(p, n); }
     void* aligned(std::size_t a, std::size_t n) noexcept { return std::aligned_alloc(a, n); }
+    void* create(std::size_t n) { return ::operator new(n); }
+    void destroy(void* p, std::size_t n) noexcept { ::operator delete(p, n); }
 };
 
 // Out of line like a call into a shared library, and doing nothing: every
@@ -65,6 +69,8 @@ struct harness_malloc {
     void* zeroed(std::size_t, std::size_t n) noexcept { return harness_take(n); }
     void* resize(void*, std::size_t n) noexcept { return harness_take(n); }
     void* aligned(std::size_t, std::size_t n) noexcept { return harness_take(n); }
+    void* create(std::size_t n) noexcept { return harness_take(n); }
+    void destroy(void* p, std::size_t) noexcept { harness_give(p); }
 };
 
 // The realloc chain: 16 B up to 64 KiB by +16..256 B steps.
@@ -106,6 +112,16 @@ template <class P>
         void* q = p.aligned(64, 48);
         touch(q);
         p.deallocate(q, 48);
+    }
+}
+
+template <class P>
+[[gnu::noinline]] void new_loop(P& p, std::size_t steps) {
+    for (std::size_t i = 0; i < steps; ++i) {
+        void* q = p.create(pair_size);
+        touch(q);
+        p.destroy(q, pair_size);
+        clobber();
     }
 }
 
@@ -170,8 +186,8 @@ outcome run_pattern(std::string_view pattern, P& p, std::size_t steps, std::size
         }
         return {rounds * chain.size(), "realloc"};
     }
-    if (pattern == "calloc" || pattern == "aligned") {
-        auto loop = pattern == "calloc" ? calloc_loop<P> : aligned_loop<P>;
+    if (pattern == "calloc" || pattern == "aligned" || pattern == "new") {
+        auto loop = pattern == "calloc" ? calloc_loop<P> : pattern == "aligned" ? aligned_loop<P> : new_loop<P>;
         loop(p, warm);
         {
             counted_region r;
@@ -183,7 +199,7 @@ outcome run_pattern(std::string_view pattern, P& p, std::size_t steps, std::size
     return run_shared(pattern, p, steps, warm);
 }
 
-constexpr const char* patterns[] = {"pair", "batch", "random", "realloc", "calloc", "aligned", "remote"};
+constexpr const char* patterns[] = {"pair", "batch", "random", "realloc", "calloc", "aligned", "new", "remote"};
 
 // The heap an allotheque malloc library names, or nullptr for any other malloc
 // (the weak declaration of <allotheque/malloc_stats.h> is null without one).
@@ -234,7 +250,7 @@ int main(int argc, char** argv) {
     bool known = pattern == "all";
     for (const char* name : patterns) known = known || pattern == name;
     if (!known || steps == 0 || (allocator != "malloc" && allocator != "harness"))
-        usage("usage: instructions_malloc --pattern pair|batch|random|realloc|calloc|aligned|remote|all "
+        usage("usage: instructions_malloc --pattern pair|batch|random|realloc|calloc|aligned|new|remote|all "
               "[--steps N] [--allocator malloc|harness]\n");
     if (allocator == "harness") return run<harness_malloc>("harness", pattern, steps);
     return run<libc_malloc>("malloc", pattern, steps);

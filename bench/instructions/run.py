@@ -13,7 +13,7 @@ process per (allocator, pattern):
   instructions_malloc  every malloc: glibc (no preload), jemalloc, mimalloc,
                        tcmalloc and the allotheque malloc libraries by
                        LD_PRELOAD; patterns pair batch random realloc calloc
-                       aligned remote
+                       aligned new remote
   instructions_heaps   the header-only heaps used directly, the hand-written
                        twins; patterns pair batch random
 
@@ -45,12 +45,12 @@ LIBDIR = "/usr/lib/x86_64-linux-gnu"
 BASELINES = [("glibc", None), ("jemalloc", LIBDIR + "/libjemalloc.so.2"),
              ("mimalloc", LIBDIR + "/libmimalloc.so.2"), ("tcmalloc", LIBDIR + "/libtcmalloc_minimal.so.4")]
 ALLOTHEQUE_MALLOCS = ["segregated", "quickfit", "kingsley", "velox", "medius", "lea"]
-MALLOC_PATTERNS = ["pair", "batch", "random", "realloc", "calloc", "aligned", "remote"]
+MALLOC_PATTERNS = ["pair", "batch", "random", "realloc", "calloc", "aligned", "new", "remote"]
 HEAPS = ["segregated", "twin-segregated", "quickfit", "twin-quickfit", "kingsley", "twin-kingsley", "velox", "medius",
          "lea", "per_thread-segregated", "harness"]
 HEAP_PATTERNS = ["pair", "batch", "random"]
 UNITS = {"pair": "pair", "batch": "pair", "random": "step", "realloc": "realloc", "calloc": "pair",
-         "aligned": "pair", "remote": "block"}
+         "aligned": "pair", "new": "pair", "remote": "block"}
 DEFAULT_STEPS = 100000
 # The issue-31 comparison: the default library against mimalloc.
 TARGET_ROW, TARGET_PEER = "allotheque-segregated", "mimalloc"
@@ -301,7 +301,8 @@ def run_section(build_dir, steps=DEFAULT_STEPS, jobs=1, allocators=None, pattern
           "order (per pair); *random* 1000 live slots, each step frees a random slot's block and mallocs a random "
           "8–1024 B one in its place (per step: one free, one malloc); *realloc* malloc(16), realloc up to 64 KiB "
           "by +16–256 B steps, free (per realloc, the malloc and free shared among ~480 reallocs); *calloc* "
-          "calloc(1, 64), free; *aligned* aligned_alloc(64, 48), free; *remote* one thread mallocs a batch of 100 "
+          "calloc(1, 64), free; *aligned* aligned_alloc(64, 48), free; *new* operator new(32), sized operator delete "
+          "(a C++ program's calls); *remote* one thread mallocs a batch of 100 "
           "(32–64 B), another frees it, in turns (per block: both threads' counted loops, callgrind serialises "
           "the threads).", ""]
     idx = {(r["allocator"], r["pattern"]): r for r in recs if r["program"] == "malloc" and "error" not in r}

@@ -53,6 +53,12 @@
 //   thread_burst             2,000 threads in waves of 250 alive at once:
 //                            heaps of exited threads given back, RSS back
 //                            [62853a9: all four, 251 heaps stay]
+//   new_handler              operator new (plain, nothrow, aligned) of 64 TiB
+//                            calls the installed new_handler until it
+//                            uninstalls itself (three calls), then throws
+//                            bad_alloc / returns NULL; under RLIMIT_AS, a
+//                            256 MiB new whose handler lifts the limit gets
+//                            its block on the retry, after one call
 //   Low memory (item 5; in forked children, so that RLIMIT_AS does not stay):
 //   rlimit_new_thread        at VmSize + 0..64 MiB, a new thread's first malloc
 //                            returns (a block or NULL) within 5 s, and the
@@ -957,6 +963,81 @@ void expect_clean_exit(pid_t pid, const char* what) {
     }
 }
 
+// operator new's answer to a refused request: the new_handler, called until
+// it gives up (uninstalls itself) or memory is found.
+int handler_calls = 0;
+void give_up_third_time() {
+    if (++handler_calls == 3) std::set_new_handler(nullptr);
+}
+void lift_limit_handler() {
+    ++handler_calls;
+    rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0) _exit(96);
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(96);
+}
+
+int new_handler_case() {
+    const volatile size_t tib64 = size_t{1} << 46;
+    struct variant {
+        const char* name;
+        void* (*call)(size_t);   // nullptr: threw bad_alloc
+    };
+    const variant variants[] = {
+        {"operator new",
+         [](size_t n) -> void* {
+             try {
+                 return ::operator new(n);
+             } catch (const std::bad_alloc&) {
+                 return nullptr;
+             }
+         }},
+        {"operator new(nothrow)", [](size_t n) -> void* { return ::operator new(n, std::nothrow); }},
+        {"operator new(align 64)",
+         [](size_t n) -> void* {
+             try {
+                 return ::operator new(n, std::align_val_t{64});
+             } catch (const std::bad_alloc&) {
+                 return nullptr;
+             }
+         }},
+    };
+    for (const variant& v : variants) {
+        handler_calls = 0;
+        std::set_new_handler(give_up_third_time);
+        void* p = v.call(tib64);
+        printf("%s(64 TiB): %s after %d handler calls\n", v.name, p ? "a block" : "refused", handler_calls);
+        if (p) die("a 64 TiB operator new succeeded");
+        if (handler_calls != 3) die("operator new did not call the new_handler until it uninstalled itself");
+        if (std::get_new_handler() != nullptr) die("the handler is still installed");
+    }
+    // A handler that finds memory: the retry must get the block. In a child,
+    // as the other RLIMIT_AS cases.
+    const pid_t pid = fork();
+    if (pid == 0) {
+        alarm(5);
+        limit_address_space(64 << 20);
+        handler_calls = 0;
+        std::set_new_handler(lift_limit_handler);
+        const size_t n = size_t{256} << 20;
+        char* p = nullptr;
+        try {
+            p = static_cast<char*>(::operator new(n));
+        } catch (const std::bad_alloc&) {
+            _exit(97);
+        }
+        p[0] = 1;
+        p[n - 1] = 2;
+        ::operator delete(p);
+        _exit(handler_calls == 1 ? 0 : 98);
+    }
+    expect_clean_exit(pid, "operator new(256 MiB) at VmSize + 64 MiB with a handler that lifts the limit "
+                           "(97: bad_alloc, 98: not exactly one handler call)");
+    printf("operator new(256 MiB) over RLIMIT_AS: a block after one handler call\n");
+    printf("OK new_handler\n");
+    return 0;
+}
+
 // A new thread's first malloc(64) under the limit, then, with the limit
 // lifted, malloc(64) and malloc(1 MiB) on the same thread: a failed first
 // malloc must leave the thread able to allocate. Returns 'b' (a block, then
@@ -1248,6 +1329,7 @@ int main(int argc, char** argv) {
     if (c == "thread_burst") return thread_burst();
     if (c == "rlimit_new_thread") return rlimit_new_thread();
     if (c == "rlimit_fill_refill") return rlimit_fill_refill();
+    if (c == "new_handler") return new_handler_case();
     if (c == "remote_after_local_free" || c == "remote_twice_after_drain" || c == "realloc_freed") return misuse(c);
     return 64;
 }
