@@ -204,8 +204,9 @@ struct hash_table {
     // The fast path alone, for a caller with a slow path of its own
     // (heap::try_allocate_cached, under the malloc): a pop when the size's
     // entry names the target's class, else nullptr with nothing changed. It
-    // calls nothing and leaves the walk's end to allocate (whose directory
-    // tests took four more registers, which every malloc saved and restored).
+    // calls nothing and leaves the other ends of the search to allocate
+    // (whose directory tests took four more registers, which every malloc
+    // saved and restored).
     template <request_like R>
     [[gnu::always_inline]] static std::byte* allocate_cached(header_type& h, const R& r) noexcept
         requires has_front
@@ -230,28 +231,28 @@ struct hash_table {
     }
 
 private:
-    // The request's size entry names its target class, or (WalkEnd) the
-    // class where the search's walk would end: a pop there, which is the
+    // The request's size entry names its target class, or (Ends) the class
+    // where the search would end (search_ends_at): a pop there, which is the
     // chunk the search would take. Else nullptr, nothing changed.
     //
     // A held chunk does not matter to the first: the entry's class exists
     // (it has chunks of the size), and a chunk is held only where its class
     // does not, so the search would pop the same chunk from the target and
-    // leave the held one held. It matters to the walk's end, which it may
-    // lie below.
-    template <bool WalkEnd = true, request_like R>
+    // leave the held one held. It matters to the search's other ends: it may
+    // lie in the target's class or below the walk's end.
+    template <bool Ends = true, request_like R>
     [[gnu::always_inline]] static std::byte* try_allocate_fast(header_type& h, const R& r) noexcept
         requires has_front
     {
         const front_entry& e = front_of(h, r.size);
         if (e.n != r.size) return nullptr;
         if (const std::size_t t = target_class(h, r);
-            e.i != t && !(WalkEnd && !h.held.p && walk_would_end_at<true>(h, e, t)))
+            e.i != t && !(Ends && !h.held.p && search_ends_at<true>(h, e, t)))
             return nullptr;
         return take_front(h, e, r);
     }
-    // What the front could not serve: the held chunk, an entry at the walk's
-    // end that the fast path could not tell, or the search. Out of line, so
+    // What the front could not serve: the held chunk, an entry where the
+    // search ends that the fast path could not tell, or the search. Out of line, so
     // that the fast path, inlined into every caller, saves no registers.
     template <request_like R>
     [[gnu::noinline]] static std::byte* allocate_missed(header_type& h, const R& r) noexcept
@@ -260,7 +261,7 @@ private:
         if (h.held.p) return allocate_holding(h, r);
         const front_entry& e = front_of(h, r.size);
         if (e.n == r.size)
-            if (const std::size_t t = target_class(h, r); e.i != t && walk_would_end_at<false>(h, e, t))
+            if (const std::size_t t = target_class(h, r); e.i != t && search_ends_at<false>(h, e, t))
                 if (std::byte* p = take_front(h, e, r)) return p;
         return search_classes(h, r);
     }
@@ -466,22 +467,28 @@ private:
     {
         return *static_cast<typename Nested::front_header*>(e.chunks);
     }
-    // Whether the search for e's size from target t would pass over t and the
-    // class used last and walk to e's class (see front_entry::lowest). Never
-    // where the directory does not guide the walk (a predicate of one's own
-    // that takes the last free without `guided_walks`). Quick: only what the
-    // directory's cached leaf tells (no search for a leaf), so the fast path
-    // stays free of loops and calls; a false answer is then "cannot tell".
+    // Whether the search for e's size from target t would pass over t and
+    // end at e's class: t lacks the size and e's class is the class used last
+    // (tried next), or e's class is where the walk ends (see
+    // front_entry::lowest) and the class used last lacks the size too. The
+    // first is what a hint whose class is full of other sizes meets on every
+    // allocation (mst's hash entries, hinted with their vertex, took the
+    // search's fallback on a third of its allocations). Never where the
+    // directory does not guide the walk (a predicate of one's own that takes
+    // the last free without `guided_walks`). Quick: only what the directory's
+    // cached leaf tells (no search for a leaf), so the fast path stays free of
+    // loops and calls; a false answer is then "cannot tell".
     template <bool Quick>
-    [[gnu::always_inline]] static bool walk_would_end_at(const header_type& h, const front_entry& e,
-                                                         std::size_t t) noexcept
+    [[gnu::always_inline]] static bool search_ends_at(const header_type& h, const front_entry& e,
+                                                      std::size_t t) noexcept
         requires has_front
     {
-        if constexpr (directed)
-            return e.lowest && lacks<Quick>(h, e.n, t) &&
-                   (h.last == t || h.last == e.i || lacks<Quick>(h, e.n, h.last));
-        else
+        if constexpr (directed) {
+            if (h.last != e.i && !e.lowest) return false;   // the compares first: most misses end here
+            return lacks<Quick>(h, e.n, t) && (h.last == e.i || h.last == t || lacks<Quick>(h, e.n, h.last));
+        } else {
             return false;
+        }
     }
     template <bool Quick>
     [[gnu::always_inline]] static bool lacks(const header_type& h, std::size_t n, std::size_t c) noexcept
