@@ -494,7 +494,7 @@ private:
     [[gnu::always_inline]] static bool lacks(const header_type& h, std::size_t n, std::size_t c) noexcept
         requires directed
     {
-        if constexpr (Quick) return c == npos || h.sizes.lacks_in_cached_leaf(n, c);
+        if constexpr (Quick) return c == npos || h.sizes.lacks_at_a_glance(n, c);
         else return c == npos || !h.sizes.may_hold(n, c);
     }
     static void forget_fronts(header_type& h) noexcept

@@ -21,11 +21,13 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 
 #include <allotheque/detail/bitmap_tree.hpp>
+#include <allotheque/detail/slot.hpp>
 
 namespace allotheque {
 
@@ -48,6 +50,10 @@ private:
     static constexpr std::size_t leaf_bytes = sizeof(leaf);
     // Leaves in use, by number, kept sorted (a heap touches few of them).
     static constexpr std::size_t max_leaves = 256;
+    // Few enough leaves that each has a slot (Medius' 2^16 classes make 16):
+    // a class's leaf is then one load, never a search, and a class whose
+    // leaf was never mapped certainly holds nothing.
+    static constexpr bool direct = leaf_count <= max_leaves;
 
 public:
     static constexpr std::size_t npos = detail::npos;
@@ -65,8 +71,8 @@ public:
     // last and a bit already set cost two compares and one load; the rest is
     // out of line.
     [[gnu::always_inline]] void note(std::size_t size, std::size_t cls) noexcept {
-        if (last_ && last_number_ == (cls >> leaf_bits) && indexed(size)) [[likely]]
-            if (has_bit(*last_, size, cls)) return;
+        if (const leaf* l = glance(cls); l && indexed(size)) [[likely]]
+            if (has_bit(*l, size, cls)) return;
         note_slow(size, cls);
     }
     // A search found class `cls` without a chunk of `size`.
@@ -80,11 +86,17 @@ public:
         const leaf* l = find_leaf(cls >> leaf_bits);
         return l && has_bit(*l, size, cls);
     }
-    // True only when class `cls` certainly holds no chunk of `size` and the
-    // leaf used last says so (no search for another leaf: false is "cannot
-    // tell" as well as "may hold").
-    [[gnu::always_inline]] bool lacks_in_cached_leaf(std::size_t size, std::size_t cls) const noexcept {
-        return last_ && last_number_ == (cls >> leaf_bits) && vouches(size) && !has_bit(*last_, size, cls);
+    // True only when class `cls` certainly holds no chunk of `size` and that
+    // is known without a search for its leaf (the leaf used last, or any leaf
+    // where they have a slot each): false is "cannot tell" as well as "may
+    // hold".
+    [[gnu::always_inline]] bool lacks_at_a_glance(std::size_t size, std::size_t cls) const noexcept {
+        if constexpr (direct) {
+            const leaf* l = slots_[cls >> leaf_bits];
+            return vouches(size) && (!l || !has_bit(*l, size, cls));
+        } else {
+            return last_ && last_number_ == (cls >> leaf_bits) && vouches(size) && !has_bit(*last_, size, cls);
+        }
     }
     // Whether next() can be trusted for this size (else the caller walks).
     bool vouches(std::size_t size) const noexcept { return complete_ && indexed(size); }
@@ -141,7 +153,14 @@ private:
             std::lower_bound(leaves_, leaves_ + used_, number, [](const entry& e, std::size_t n) { return e.number < n; }) -
             leaves_);
     }
+    // Class cls's leaf where that takes no search: its slot, or the leaf
+    // used last; else nullptr.
+    [[gnu::always_inline]] const leaf* glance(std::size_t cls) const noexcept {
+        if constexpr (direct) return slots_[cls >> leaf_bits];
+        else return last_ && last_number_ == (cls >> leaf_bits) ? last_ : nullptr;
+    }
     leaf* find_leaf(std::size_t number) const noexcept {
+        if constexpr (direct) return slots_[number];
         if (last_ && last_number_ == number) return last_;
         const std::size_t i = first_leaf_at_or_after(number);
         return i < used_ && leaves_[i].number == number ? leaves_[i].l : nullptr;
@@ -169,6 +188,7 @@ private:
             std::copy_backward(leaves_ + i, leaves_ + used_, leaves_ + used_ + 1);
             leaves_[i] = {number, l};
             ++used_;
+            if constexpr (direct) slots_[number] = l;
         }
         last_ = l;
         last_number_ = number;
@@ -179,6 +199,7 @@ private:
     std::size_t used_ = 0;
     leaf* last_ = nullptr;
     std::size_t last_number_ = 0;
+    [[no_unique_address]] detail::slot<direct, std::array<leaf*, leaf_count>> slots_{};
     bool complete_ = true;
 };
 
