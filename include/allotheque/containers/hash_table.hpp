@@ -122,7 +122,9 @@ struct hash_table {
             if (!Nested::empty(*const_cast<header_type&>(h).classes.find(i))) return false;
         return true;
     }
-    static constexpr std::size_t round_size(std::size_t n) noexcept {
+    // Forced inline, as Hash::round: the malloc libraries round every
+    // request with it on their fast paths.
+    [[gnu::always_inline]] static constexpr std::size_t round_size(std::size_t n) noexcept {
         if constexpr (size_attribute<Attr>) return Nested::round_size(Hash::round(n));
         else return Nested::round_size(n);
     }

@@ -58,7 +58,9 @@ template <class D>
 template <class Heap>
 struct segregated_rounding {
     using heap = Heap;
-    static constexpr std::size_t request_size(std::size_t n) noexcept {
+    // Forced inline, with the rounding it calls: it is every malloc's first
+    // step, and g++ left each of them out of line in turn as the libraries grew.
+    [[gnu::always_inline]] static constexpr std::size_t request_size(std::size_t n) noexcept {
         return n <= Heap::options::large_threshold ? segregated_partition<>::round_size(n) : n;
     }
 };
