@@ -85,6 +85,15 @@ struct hash_table {
     // walk to that class: it pops there at once. Medius' pages hold one size
     // each, so "the previous allocation's page" lacks any other size, and
     // mixed sizes took the walk on four allocations in five.
+    //
+    // Behind the entries by size, the slow paths keep the same by (class,
+    // size) pair: a direct-mapped table of the pairs that frees linked into
+    // lately, each with its chunks, so that a free into a class other than its
+    // size's entry's, and an allocation whose hint's class is not the entry's,
+    // find the size's chunks there without the search: hints scattered over
+    // many classes, one size (debruijn's list nodes, each hinted with its
+    // neighbour), missed the entry on most operations. A pair leaves the
+    // table with its host, like an entry.
     static constexpr bool has_front = holds_last_free && requires { requires Nested::has_front; };
     // 32 bytes, so that finding a size's entry is a mask and a shift.
     struct alignas(32) front_entry {
@@ -94,8 +103,10 @@ struct hash_table {
         bool lowest = false;      // i is the lowest class holding size n
     };
     static constexpr std::size_t front_slots = 128;
+    static constexpr std::size_t pair_slots = 512;
     struct front_cache {
         front_entry of[front_slots]{};
+        front_entry pairs[pair_slots]{};   // by (class, size); `lowest` unused
     };
     struct header_type {
         index_type classes;
@@ -261,10 +272,18 @@ private:
         requires has_front
     {
         if (h.held.p) return allocate_holding(h, r);
+        const std::size_t t = target_class(h, r);
         const front_entry& e = front_of(h, r.size);
-        if (e.n == r.size)
-            if (const std::size_t t = target_class(h, r); e.i != t && search_ends_at<false>(h, e, t))
-                if (std::byte* p = take_front(h, e, r)) return p;
+        if (e.n == r.size && e.i != t && search_ends_at<false>(h, e, t))
+            if (std::byte* p = take_front(h, e, r)) return p;
+        // The target's chunks of the size, where the pair table has them: the
+        // search's first attempt, without the search.
+        if (void* chunks = t != npos ? pair_chunks(h, r.size, t) : nullptr)
+            if (std::byte* p = Nested::front_pop(*static_cast<typename Nested::front_header*>(chunks), r)) {
+                front_of(h, r.size) = {t, r.size, chunks};
+                h.last = t;
+                return p;
+            }
         return search_classes(h, r);
     }
     // A pop from the chunks e names; their class becomes the last used.
@@ -435,6 +454,14 @@ private:
                     h.last = i;
                     return;
                 }
+                // The pair's chunks: the class exists and holds the size
+                // (and has its directory bit), so nothing else changes.
+                if (void* chunks = pair_chunks(h, n, i)) {
+                    Nested::front_push(*static_cast<typename Nested::front_header*>(chunks), p, n);
+                    front_of(h, n) = {i, n, chunks};
+                    h.last = i;
+                    return;
+                }
             }
             // Held only where linking would create the class (which the next
             // allocation, in churn, empties again); into a class that exists,
@@ -453,7 +480,7 @@ private:
         if constexpr (has_front) {
             typename Nested::front_header* chunks = nullptr;
             Nested::deallocate(nested, p, n, &chunks);
-            front_of(h, n) = {i, n, chunks};
+            aim(h, i, n, chunks);
         } else {
             Nested::deallocate(nested, p, n);
         }
@@ -463,6 +490,26 @@ private:
     {
         const std::size_t offset = (n & ((front_slots - 1) << 3)) << 2;   // (n / 8 % front_slots) * 32
         return *reinterpret_cast<front_entry*>(reinterpret_cast<std::byte*>(h.front.of) + offset);
+    }
+    [[gnu::always_inline]] static front_entry& pair_of(header_type& h, std::size_t n, std::size_t i) noexcept
+        requires has_front
+    {
+        // 131 classes apart: a class's sizes (n / 8 up to 128 for 1 KiB)
+        // and its neighbours' do not collide.
+        return h.front.pairs[((n >> 3) + i * 131) & (pair_slots - 1)];
+    }
+    static void* pair_chunks(header_type& h, std::size_t n, std::size_t i) noexcept
+        requires has_front
+    {
+        const front_entry& e = pair_of(h, n, i);
+        return e.i == i && e.n == n ? e.chunks : nullptr;
+    }
+    // Size n's chunks in class i are `chunks`: its entry and its pair's.
+    [[gnu::always_inline]] static void aim(header_type& h, std::size_t i, std::size_t n, void* chunks) noexcept
+        requires has_front
+    {
+        front_of(h, n) = {i, n, chunks};
+        pair_of(h, n, i) = {i, n, chunks};
     }
     [[gnu::always_inline]] static auto& chunks_of(const front_entry& e) noexcept
         requires has_front
@@ -503,6 +550,7 @@ private:
         requires has_front
     {
         for (front_entry& e : h.front.of) e = {};
+        for (front_entry& e : h.front.pairs) e = {};
     }
     // Links the held chunk in, if there is one, before an operation that
     // reads the classes as they are (a free settles first too).
@@ -548,7 +596,15 @@ private:
             // No chunks reported: the size's host went out, and its chunks
             // with it (the entry may name another class or size sharing the
             // slot: clearing it only costs that one a search).
-            front_of(h, r.size) = chunks ? front_entry{i, r.size, chunks} : front_entry{};
+            if (chunks) {
+                // The front only: the pair table learns of the class from its
+                // frees (writing it here too cost Medius' mixed sizes 26
+                // instructions an attempt).
+                front_of(h, r.size) = {i, r.size, chunks};
+            } else {
+                front_of(h, r.size) = {};
+                if (front_entry& e = pair_of(h, r.size, i); e.i == i && e.n == r.size) e = {};
+            }
         } else {
             p = Nested::allocate(nested, r);
             if (!p) return nullptr;
