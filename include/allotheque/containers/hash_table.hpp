@@ -265,8 +265,9 @@ private:
         return take_front(h, e, r);
     }
     // What the front could not serve: the held chunk, an entry where the
-    // search ends that the fast path could not tell, or the search. Out of line, so
-    // that the fast path, inlined into every caller, saves no registers.
+    // search ends that the fast path could not tell, the target's pair, or
+    // the search. Out of line, so that the fast path, inlined into every
+    // caller, saves no registers.
     template <request_like R>
     [[gnu::noinline]] static std::byte* allocate_missed(header_type& h, const R& r) noexcept
         requires has_front
@@ -524,9 +525,9 @@ private:
     // allocation (mst's hash entries, hinted with their vertex, took the
     // search's fallback on a third of its allocations). Never where the
     // directory does not guide the walk (a predicate of one's own that takes
-    // the last free without `guided_walks`). Quick: only what the directory's
-    // cached leaf tells (no search for a leaf), so the fast path stays free of
-    // loops and calls; a false answer is then "cannot tell".
+    // the last free without `guided_walks`). Quick: only what the directory
+    // tells at a glance (no search for a leaf), so the fast path stays free
+    // of loops and calls; a false answer is then "cannot tell".
     template <bool Quick>
     [[gnu::always_inline]] static bool search_ends_at(const header_type& h, const front_entry& e,
                                                       std::size_t t) noexcept

@@ -67,9 +67,9 @@ public:
 
     static constexpr bool indexed(std::size_t size) noexcept { return size <= max_size && size % step == 0; }
 
-    // A chunk of `size` went into class `cls`. On every free: the leaf used
-    // last and a bit already set cost two compares and one load; the rest is
-    // out of line.
+    // A chunk of `size` went into class `cls`. On every free: the class's
+    // leaf at a glance (glance()) and a bit already set cost two compares and
+    // one load; the rest is out of line.
     [[gnu::always_inline]] void note(std::size_t size, std::size_t cls) noexcept {
         if (const leaf* l = glance(cls); l && indexed(size)) [[likely]]
             if (has_bit(*l, size, cls)) return;
