@@ -15,7 +15,7 @@ class batch_pool {
 public:
     // Under the caller's lock. nullptr when no memory is left.
     remote_batch* take() noexcept {
-        if (!free_) {
+        if (free_.empty()) {
             void* m = ::mmap(nullptr, chunk_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (m == MAP_FAILED) return nullptr;
             auto* c = static_cast<chunk*>(m);
@@ -25,15 +25,10 @@ public:
             auto* b = reinterpret_cast<remote_batch*>(m);
             for (std::size_t i = chunk_bytes / sizeof(remote_batch) - 1; i > 0; --i) give(b + i);
         }
-        remote_batch* b = free_;
-        free_ = reinterpret_cast<remote_batch*>(b->next);
-        return b;
+        return free_.pop();
     }
     // Under the caller's lock.
-    void give(remote_batch* b) noexcept {
-        b->next = reinterpret_cast<remote_record*>(free_);
-        free_ = b;
-    }
+    void give(remote_batch* b) noexcept { free_.push(b); }
     // Every batch goes with the memory (nothing may use one any more).
     void release_all() noexcept {
         while (chunks_) {
@@ -41,7 +36,7 @@ public:
             ::munmap(chunks_, chunk_bytes);
             chunks_ = next;
         }
-        free_ = nullptr;
+        free_.clear();
     }
 
 private:
@@ -49,7 +44,7 @@ private:
     struct chunk {
         chunk* next;
     };
-    remote_batch* free_ = nullptr;
+    batch_stack free_;
     chunk* chunks_ = nullptr;
 };
 

@@ -46,6 +46,26 @@ struct alignas(512) remote_batch {
 };
 static_assert(sizeof(remote_batch) == 512 && offsetof(remote_batch, block) + sizeof(void*) * remote_batch::capacity == 512);
 
+// Batches not on any remote list (a pool's free ones, a thread's spares),
+// stacked through their link word. One thread at a time.
+class batch_stack {
+public:
+    void push(remote_batch* b) noexcept {
+        b->next = reinterpret_cast<remote_record*>(top_);
+        top_ = b;
+    }
+    remote_batch* pop() noexcept {
+        remote_batch* b = top_;
+        if (b) top_ = reinterpret_cast<remote_batch*>(b->next);
+        return b;
+    }
+    bool empty() const noexcept { return top_ == nullptr; }
+    void clear() noexcept { top_ = nullptr; }
+
+private:
+    remote_batch* top_ = nullptr;
+};
+
 template <bool Counted = false>
 class remote_list {
 public:

@@ -62,8 +62,7 @@ public:
     template <class Overflow>
     void keep(remote_batch* b, Overflow overflow) noexcept {
         if (spares_ >= kept_spares) return overflow(b);
-        b->next = reinterpret_cast<remote_record*>(spare_);
-        spare_ = b;
+        spare_.push(b);
         ++spares_;
     }
     // Every spare to f(batch) (the slot goes away).
@@ -104,16 +103,13 @@ private:
         --filling_;
     }
     remote_batch* take_spare() noexcept {
-        remote_batch* b = spare_;
-        if (b) {
-            spare_ = reinterpret_cast<remote_batch*>(b->next);
-            --spares_;
-        }
+        remote_batch* b = spare_.pop();
+        if (b) --spares_;
         return b;
     }
 
     way ways_[ways]{};
-    remote_batch* spare_ = nullptr;
+    batch_stack spare_;
     std::uint32_t spares_ = 0;
     std::uint32_t filling_ = 0;
 };

@@ -147,10 +147,7 @@ public:
         drain(s);
     }
     // The holder of s hands the frees it gathered over to their owners.
-    static void flush(slot* s) noexcept {
-        if (!s->out.empty()) [[unlikely]]
-            s->out.flush(outlet{s});
-    }
+    static void flush(slot* s) noexcept { s->out.flush(outlet{s}); }
 
     // A thread frees p, a block of owner's heap (bytes long), prepared for
     // Policy::give_back: it goes into the batch for owner that `from` (the
