@@ -280,7 +280,7 @@ private:
         // The target's chunks of the size, where the pair table has them: the
         // search's first attempt, without the search.
         if (void* chunks = t != npos ? pair_chunks(h, r.size, t) : nullptr)
-            if (std::byte* p = Nested::front_pop(*static_cast<typename Nested::front_header*>(chunks), r)) {
+            if (std::byte* p = Nested::front_pop(chunks_at(chunks), r)) {
                 front_of(h, r.size) = {t, r.size, chunks};
                 h.last = t;
                 return p;
@@ -458,7 +458,7 @@ private:
                 // The pair's chunks: the class exists and holds the size
                 // (and has its directory bit), so nothing else changes.
                 if (void* chunks = pair_chunks(h, n, i)) {
-                    Nested::front_push(*static_cast<typename Nested::front_header*>(chunks), p, n);
+                    Nested::front_push(chunks_at(chunks), p, n);
                     front_of(h, n) = {i, n, chunks};
                     h.last = i;
                     return;
@@ -512,10 +512,15 @@ private:
         front_of(h, n) = {i, n, chunks};
         pair_of(h, n, i) = {i, n, chunks};
     }
+    [[gnu::always_inline]] static auto& chunks_at(void* chunks) noexcept
+        requires has_front
+    {
+        return *static_cast<typename Nested::front_header*>(chunks);
+    }
     [[gnu::always_inline]] static auto& chunks_of(const front_entry& e) noexcept
         requires has_front
     {
-        return *static_cast<typename Nested::front_header*>(e.chunks);
+        return chunks_at(e.chunks);
     }
     // Whether the search for e's size from target t would pass over t and
     // end at e's class: t lacks the size and e's class is the class used last

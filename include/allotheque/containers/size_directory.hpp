@@ -91,12 +91,9 @@ public:
     // where they have a slot each): false is "cannot tell" as well as "may
     // hold".
     [[gnu::always_inline]] bool lacks_at_a_glance(std::size_t size, std::size_t cls) const noexcept {
-        if constexpr (direct) {
-            const leaf* l = slots_[cls >> leaf_bits];
-            return vouches(size) && (!l || !has_bit(*l, size, cls));
-        } else {
-            return last_ && last_number_ == (cls >> leaf_bits) && vouches(size) && !has_bit(*last_, size, cls);
-        }
+        const leaf* l = glance(cls);
+        if constexpr (direct) return vouches(size) && (!l || !has_bit(*l, size, cls));   // no leaf: nothing noted
+        else return l && vouches(size) && !has_bit(*l, size, cls);                        // no leaf: cannot tell
     }
     // Whether next() can be trusted for this size (else the caller walks).
     bool vouches(std::size_t size) const noexcept { return complete_ && indexed(size); }
