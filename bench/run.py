@@ -16,6 +16,10 @@ libraries of the build tree included.
     bench/run.py --build-dir build/bench --order-only   only the "order" section (allocation order != traversal)
     bench/run.py --build-dir build/bench --cliff-only   only the "cliffs" section (slowest op vs steady state)
     bench/run.py --build-dir build/bench --instructions-only   only the instruction counts (callgrind)
+
+The peers' libraries are Debian's, in /usr/lib/x86_64-linux-gnu; set
+ALLOTHEQUE_PEER_LIBDIR to take them from another folder (a machine without
+the packages, given copies of them).
 """
 import argparse
 import datetime
@@ -32,7 +36,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LIBDIR = "/usr/lib/x86_64-linux-gnu"
+LIBDIR = os.environ.get("ALLOTHEQUE_PEER_LIBDIR", "/usr/lib/x86_64-linux-gnu")
 PRELOAD = {
     "glibc": None,
     "jemalloc": LIBDIR + "/libjemalloc.so.2",
