@@ -119,13 +119,13 @@ struct hash_table {
         std::size_t i = npos;
         std::size_t n = 0;
         void* chunks = nullptr;   // Nested::front_header*
-        bool lowest = false;      // i is the lowest class holding size n
+        std::size_t low = npos;   // the lowest class holding size n, when known
     };
     static constexpr std::size_t front_slots = 128;
     static constexpr std::size_t pair_slots = 512;
     struct front_cache {
         front_entry of[front_slots]{};
-        front_entry pairs[pair_slots]{};   // by (class, size); `lowest` unused
+        front_entry pairs[pair_slots]{};   // by (class, size); `low` unused
     };
     struct header_type {
         index_type classes;
@@ -195,7 +195,14 @@ struct hash_table {
         std::size_t size;
         std::size_t lookup(std::size_t i) const noexcept { return may_serve(cursor::lookup(i)); }
         std::size_t last() const noexcept { return may_serve(cursor::last()); }
-        std::size_t walk_start() const noexcept { return candidate(0); }
+        // The size's entry may know where the walk ends: there at once.
+        std::size_t walk_start() const noexcept {
+            if constexpr (has_front) {
+                const front_entry& e = front_of(this->h, size);
+                if (e.n == size && e.low != npos) return e.low;
+            }
+            return candidate(0);
+        }
         std::size_t walk_next(std::size_t i) const noexcept {
             if (!this->h.sizes.vouches(size)) return this->next(i);
             this->h.sizes.forget(size, i);
@@ -206,7 +213,7 @@ struct hash_table {
         void walk_ended(std::size_t i) const noexcept {
             if constexpr (has_front) {
                 front_entry& e = front_of(this->h, size);
-                if (i != npos && e.i == i && e.n == size) e.lowest = true;
+                if (i != npos && e.n == size) e.low = i;
             }
         }
 
@@ -300,7 +307,7 @@ private:
         // search's first attempt, without the search.
         if (void* chunks = t != npos ? pair_chunks(h, r.size, t) : nullptr)
             if (std::byte* p = Nested::front_pop(chunks_at(chunks), r)) {
-                front_of(h, r.size) = {t, r.size, chunks};
+                point(h, r.size, t, chunks);
                 h.last = t;
                 return p;
             }
@@ -478,7 +485,7 @@ private:
                 // (and has its directory bit), so nothing else changes.
                 if (void* chunks = pair_chunks(h, n, i)) {
                     Nested::front_push(chunks_at(chunks), p, n);
-                    front_of(h, n) = {i, n, chunks};
+                    point(h, n, i, chunks);
                     h.last = i;
                     return;
                 }
@@ -511,6 +518,19 @@ private:
         const std::size_t offset = (n & ((front_slots - 1) << 3)) << 2;   // (n / 8 % front_slots) * 32
         return *reinterpret_cast<front_entry*>(reinterpret_cast<std::byte*>(h.front.of) + offset);
     }
+    // Size n's entry names class i, which held n already: the lowest class
+    // known to hold n stays what it was.
+    [[gnu::always_inline]] static void point(header_type& h, std::size_t n, std::size_t i, void* chunks) noexcept
+        requires has_front
+    {
+        front_entry& e = front_of(h, n);
+        if (e.n == n) {
+            e.i = i;
+            e.chunks = chunks;
+        } else {
+            e = {i, n, chunks};
+        }
+    }
     [[gnu::always_inline]] static front_entry& pair_of(header_type& h, std::size_t n, std::size_t i) noexcept
         requires has_front
     {
@@ -528,7 +548,15 @@ private:
     [[gnu::always_inline]] static void aim(header_type& h, std::size_t i, std::size_t n, void* chunks) noexcept
         requires has_front
     {
-        front_of(h, n) = {i, n, chunks};
+        // Class i may hold n from now on, below the lowest known to.
+        front_entry& e = front_of(h, n);
+        if (e.n == n) {
+            if (e.low != npos && i < e.low) e.low = i;
+            e.i = i;
+            e.chunks = chunks;
+        } else {
+            e = {i, n, chunks};
+        }
         pair_of(h, n, i) = {i, n, chunks};
     }
     [[gnu::always_inline]] static auto& chunks_at(void* chunks) noexcept
@@ -558,7 +586,7 @@ private:
         requires has_front
     {
         if constexpr (directed) {
-            if (h.last != e.i && !e.lowest) return false;   // the compares first: most misses end here
+            if (h.last != e.i && e.low != e.i) return false;   // the compares first: most misses end here
             return lacks<Quick>(h, e.n, t) && (h.last == e.i || h.last == t || lacks<Quick>(h, e.n, h.last));
         } else {
             return false;
@@ -625,7 +653,7 @@ private:
                 // The front only: the pair table learns of the class from its
                 // frees (writing it here too cost Medius' mixed sizes 26
                 // instructions an attempt).
-                front_of(h, r.size) = {i, r.size, chunks};
+                point(h, r.size, i, chunks);
             } else {
                 front_of(h, r.size) = {};
                 if (front_entry& e = pair_of(h, r.size, i); e.i == i && e.n == r.size) e = {};
