@@ -96,14 +96,16 @@ struct hash_table {
     // out the size's host clears it: the chunks lived in the host); a class
     // drained or a chunk removed clears them all.
     //
-    // An entry also knows when its class is where the search's last resort
-    // (the lowest class holding the size, from the directory) ends for its
-    // size: set by a walk that ended there, and true while every free of the
-    // size goes to that class (any other rewrites the entry). An allocation
-    // whose target and last classes the directory says lack the size would
-    // walk to that class: it pops there at once. Medius' pages hold one size
-    // each, so "the previous allocation's page" lacks any other size, and
-    // mixed sizes took the walk on four allocations in five.
+    // An entry also knows where the search's last resort (the lowest class
+    // holding the size, from the directory) ends for its size: `low`, set by
+    // a walk that ended there, lowered by a free that links the size into a
+    // class below it, and gone with the entry (a host handed out, a class
+    // drained, another size taking the slot). A walk for the size starts
+    // there; an allocation whose target and last classes the directory says
+    // lack the size, and whose entry's class is `low`, pops there at once.
+    // Medius' pages hold one size each, so "the previous allocation's page"
+    // lacks any other size, and mixed sizes took the walk on four
+    // allocations in five.
     //
     // Behind the entries by size, the slow paths keep the same by (class,
     // size) pair: a direct-mapped table of the pairs that frees linked into
@@ -208,8 +210,9 @@ struct hash_table {
             this->h.sizes.forget(size, i);
             return candidate(i + 1);
         }
-        // The walk's class is the lowest holding the size: the size's front
-        // entry, which the attempt has just aimed there, says so.
+        // The walk's class is the lowest holding the size: the size's entry
+        // keeps it (unless the attempt handed the size's host out there,
+        // which dropped the entry).
         void walk_ended(std::size_t i) const noexcept {
             if constexpr (has_front) {
                 front_entry& e = front_of(this->h, size);
