@@ -552,14 +552,8 @@ private:
         requires has_front
     {
         // Class i may hold n from now on, below the lowest known to.
-        front_entry& e = front_of(h, n);
-        if (e.n == n) {
-            if (e.low != npos && i < e.low) e.low = i;
-            e.i = i;
-            e.chunks = chunks;
-        } else {
-            e = {i, n, chunks};
-        }
+        if (front_entry& e = front_of(h, n); e.n == n && e.low != npos && i < e.low) e.low = i;
+        point(h, n, i, chunks);
         pair_of(h, n, i) = {i, n, chunks};
     }
     [[gnu::always_inline]] static auto& chunks_at(void* chunks) noexcept
@@ -574,8 +568,8 @@ private:
     }
     // Whether the search for e's size from target t would pass over t and
     // end at e's class: t lacks the size and e's class is the class used last
-    // (tried next), or e's class is where the walk ends (see
-    // front_entry::lowest) and the class used last lacks the size too. The
+    // (tried next), or e's class is where the walk ends (front_entry::low)
+    // and the class used last lacks the size too. The
     // first is what a hint whose class is full of other sizes meets on every
     // allocation (mst's hash entries, hinted with their vertex, took the
     // search's fallback on a third of its allocations). Never where the
