@@ -672,6 +672,9 @@ TEST_CASE("heap: a span of small chunks is reserved for its size and handed out 
         std::byte* beyond = p + 2 * page;   // in the span, not handed out yet
         CHECK(map.find(beyond) == map.find(p));
         CHECK(heap_t::span_of_any(beyond) == nullptr);
+        CHECK(heap_t::chunk_span_of(beyond) == nullptr);
+        CHECK(heap_t::chunk_span_of(p) == map.find(p));
+        CHECK(heap_t::chunk_span_of(nullptr) == nullptr);
         CHECK(h.owns(beyond));   // the span is the heap's ...
         const auto [aborted, err] = in_child([&] { h.deallocate(beyond); });
         CHECK(aborted);   // ... but no block starts there
@@ -694,9 +697,18 @@ TEST_CASE("heap: span records reused across every state", "[backend][reclaim]") 
         unsigned char fill;
     };
     std::vector<block> live;
+    using heap_type = decltype(h);
     auto check_and_free = [&](std::size_t i) {
         const block b = live[i];
         REQUIRE(h.usable_size(b.p) >= b.n);
+        // free's fast path tells a chunk from the rest by `handed` alone: it
+        // must be zero in every span but a small one, whatever the record held
+        // before. An address taken modulo 2^48 onto this block is no chunk.
+        be::span* sp = be::page_map::instance().find(b.p);
+        REQUIRE(heap_type::span_of_any(b.p) == sp);
+        REQUIRE(heap_type::chunk_span_of(b.p) == (sp->state == be::span_state::small ? sp : nullptr));
+        REQUIRE(heap_type::chunk_span_of(reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(b.p) + (std::uintptr_t{1} << 48))) ==
+                nullptr);
         for (std::size_t k = 0; k < b.n; k += 509) REQUIRE(b.p[k] == b.fill);
         REQUIRE(b.p[b.n - 1] == b.fill);
         h.deallocate(b.p, al::request{b.n});

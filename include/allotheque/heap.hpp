@@ -278,6 +278,10 @@ public:
     // who checked it is this heap's): what the malloc replacement's free uses.
     [[gnu::always_inline]] inline void deallocate(void* p, span& sp) noexcept {
         if (sp.state == state::large) return deallocate_large(static_cast<std::byte*>(p));
+        deallocate_chunk(p, sp);
+    }
+    // The same for a chunk of a small span (chunk_span_of(p) found sp).
+    [[gnu::always_inline]] inline void deallocate_chunk(void* p, span& sp) noexcept {
         if constexpr (detail::poison::enabled) hidden(p, sp.chunk);
         if constexpr (cfg.free_marks) mark_freed(p);
         if constexpr (classifies) P::deallocate(root_, static_cast<std::byte*>(p), sp.chunk, sp.chunk_class);
@@ -289,9 +293,17 @@ public:
     static span* span_of_any(const void* p) noexcept {
         span* sp = backend::page_map::instance().find(p);
         if (!sp) return nullptr;
-        if (sp->state == state::small) return sp->chunk_start(p) ? sp : nullptr;
+        if (sp->chunk_start(p)) return sp;   // only a small span has chunks handed out
         if (sp->state == state::large) return sp->base + sp->chunk == p ? sp : nullptr;
         return nullptr;
+    }
+    // The small span if p is the start of a chunk of any heap of this process,
+    // else nullptr: for any p, null and addresses past the page map included.
+    // One test tells a chunk from everything else (span::handed), so free's
+    // fast path reads no state and makes no range test.
+    [[gnu::always_inline]] static span* chunk_span_of(const void* p) noexcept {
+        span* sp = backend::page_map::instance().find_wrapped(p);
+        return sp && sp->chunk_start(p) ? sp : nullptr;
     }
     // The mark of a chunk whose free must be refused (see free_marks), for a
     // caller that queues frees elsewhere: true if p already looks freed.

@@ -8,6 +8,9 @@
 //   double_free_large    a 1 MiB block freed twice
 //   interior             free(p + 64) of a 256-byte block
 //   interior_large       free(p + 4096) of a 1 MiB block
+//   wrapped / wrapped_large   free(p + 2^48) of a 256-byte / 1 MiB block: an
+//                        address free's page map lookup takes modulo 2^48
+//                        (onto p's own entry), that must still be refused
 //   foreign_stack / foreign_global / foreign_mmap   free of memory no heap gave
 //   usable_foreign       malloc_usable_size of a stack address
 //   realloc_foreign      realloc of a global's address
@@ -26,6 +29,9 @@
 //                        RSS stays within a few MiB of one round (an exact-size
 //                        heap that kept a chunk per size would grow by hundreds)
 //   fork_threads         fork while 4 threads allocate; the child allocates and exits
+//   free_null            free(NULL), free(NULL) again, then a malloc/free pair:
+//                        nothing happens (free's fast path sends null the way
+//                        of every pointer it does not recognise)
 #include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -299,6 +305,19 @@ int main(int argc, char** argv) {
     } else if (c == "interior_large") {
         auto* p = static_cast<char*>(malloc(1 << 20));
         free(p + 4096);
+    } else if (c == "wrapped" || c == "wrapped_large") {
+        auto* p = static_cast<char*>(malloc(c == "wrapped" ? 256 : 1 << 20));
+        sink = p;
+        // Through an integer: the address is not a pointer the program holds.
+        free(reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) + (uintptr_t{1} << 48)));
+    } else if (c == "free_null") {
+        free(nullptr);
+        free(nullptr);
+        void* p = malloc(24);
+        sink = p;
+        free(p);
+        puts("OK free(NULL) did nothing");
+        return 0;
     } else if (c == "foreign_stack") {
         alignas(64) char local[256];
         sink = local;

@@ -62,6 +62,18 @@ public:
         return std::atomic_ref<span*>(l[pg & (leaf_count - 1)]).load(std::memory_order_relaxed);
     }
 
+    // find() without its range test, for a caller whose next test rejects
+    // every address outside the span it gets (free's chunk-start test does:
+    // an offset of 2^48 or more is no chunk of any span): the address is
+    // taken modulo 2^48, so null and any other address give nullptr or a
+    // span that test refuses. Saves free a compare and a branch.
+    [[gnu::always_inline]] span* find_wrapped(const void* p) const noexcept {
+        const std::uintptr_t pg = detail::address_of(p) >> page_bits;
+        const leaf l = root_[(pg >> leaf_bits) & (root_count - 1)].load(std::memory_order_acquire);
+        if (!l) return nullptr;
+        return std::atomic_ref<span*>(l[pg & (leaf_count - 1)]).load(std::memory_order_relaxed);
+    }
+
     // Maps the `pages` pages from `first` (page-aligned) to s. False when a
     // leaf cannot be mapped or the range lies beyond 48-bit addresses; then
     // no entry of this call was written.

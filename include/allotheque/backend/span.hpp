@@ -54,11 +54,13 @@ struct alignas(64) span {
     // handed the span out.
     union {
         set_hook by_address;     // free
-        std::size_t request;     // large: the size asked for (usable size is `bytes`)
         // small: how many chunks from `base` the heap has handed to its
         // partition; the chunks past them are reserved for this size, never
         // touched yet (heap.hpp, refill). Beside the fields above, in the
         // record's first cache line: free(p) refuses a chunk past them.
+        // Zero in every other span a page map entry can name (large, block,
+        // group), so that chunk_start() alone tells a small span's chunk from
+        // anything else and free's fast path need not read `state`.
         std::size_t handed;
     };
     std::size_t bytes = 0;
@@ -76,6 +78,7 @@ struct alignas(64) span {
     union {
         set_hook by_size;         // free
         sweep_scratch sweep;     // small: all zero outside a sweep
+        std::size_t request;     // large: the size asked for (usable size is `bytes`)
     };
 
     span() noexcept {
@@ -88,8 +91,8 @@ struct alignas(64) span {
 
     // Leaving a free set: the in-use fields start out clear.
     void clear_in_use() noexcept {
-        request = 0;
-        sweep = {};
+        handed = 0;
+        sweep = {};   // and `request`
     }
 
     // chunk = odd * 2^chunk_shift, and chunk_inverse * odd = 1 (mod 2^64):

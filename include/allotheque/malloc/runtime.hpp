@@ -421,24 +421,22 @@ private:
             if (!p) return;
             sp = block_span(p, "free");
         } else {
-            // Null and an address past the page map in one compare (null
-            // wraps to the top); the map's own range test then folds away.
-            const std::uintptr_t a = detail::address_of(p);
-            if (a - 1 >= backend::page_map::max_address - 1) [[unlikely]] {
-                if (!p) return;
-                return refuse(p);
-            }
-            sp = heap_type::span_of_any(p);
+            // A chunk of a small span, or anything else (null, a large block,
+            // a bad pointer) off the inlined path: the small path then knows
+            // its span's state, and the heap's free does not test it again.
+            sp = heap_type::chunk_span_of(p);
             if (!sp) [[unlikely]]
-                return refuse(p);
-            // A large block leaves the inlined path here: the small path then
-            // knows its span's state, and the heap's free does not test it again.
-            if (sp->state == span_state::large) [[unlikely]]
-                return release_large(p, sp);
+                return release_other(p);
+            return release<true>(p, sp);
         }
         release(p, sp);
     }
-    [[gnu::noinline, gnu::cold]] static void release_large(void* p, span* sp) noexcept { release(p, sp); }
+    [[gnu::noinline, gnu::cold]] static void release_other(void* p) noexcept {
+        if (!p) return;
+        span* sp = heap_type::span_of_any(p);
+        if (!sp) return refuse(p);
+        release(p, sp);
+    }
     // Not [[noreturn]], and opaque to g++'s interprocedural passes (which
     // would find they never return and keep the calls as calls), so that the
     // callers can jump to them.
@@ -447,6 +445,8 @@ private:
         detail::fail("allotheque malloc", "double free", "free", p);
     }
 
+    // Chunk: sp is a small span (its state need not be read again).
+    template <bool Chunk = false>
     [[gnu::always_inline]] static void release(void* p, span* sp) noexcept {
         auto* owner = static_cast<thread_heap*>(const_cast<void*>(sp->owner));
         // Marks (detail/free_marks.hpp): "remote" while a block waits on its
@@ -459,12 +459,14 @@ private:
         if (owner == tl_heap) {
             if constexpr (block_heap)
                 owner->heap.deallocate(p);
+            else if constexpr (Chunk)
+                owner->heap.deallocate_chunk(p, *sp);
             else
                 owner->heap.deallocate(p, *sp);
             return;
         }
         w = marks::remote(p);
-        base::hand_over(owner, p, usable_in(p, sp));
+        base::hand_over(owner, p, Chunk ? std::size_t{sp->chunk} : usable_in(p, sp));
     }
 
     [[gnu::always_inline]] static std::size_t usable_in(void* p, [[maybe_unused]] span* sp) noexcept {
