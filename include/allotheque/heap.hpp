@@ -281,12 +281,13 @@ public:
         deallocate_chunk(p, sp);
     }
     // The same for a chunk of a small span (chunk_span_of(p) found sp).
-    [[gnu::always_inline]] inline void deallocate_chunk(void* p, span& sp) noexcept {
-        if constexpr (detail::poison::enabled) hidden(p, sp.chunk);
-        if constexpr (cfg.free_marks) mark_freed(p);
-        if constexpr (classifies) P::deallocate(root_, static_cast<std::byte*>(p), sp.chunk, sp.chunk_class);
-        else P::deallocate(root_, static_cast<std::byte*>(p), sp.chunk);
-        released(sp.chunk);
+    [[gnu::always_inline]] inline void deallocate_chunk(void* p, span& sp) noexcept { put_back<true>(p, sp); }
+    // A block whose free the caller checked before queueing it (the malloc's
+    // remote frees, drained by the owner): its mark, whatever the queue left
+    // there, becomes the freed mark without being tested again.
+    [[gnu::always_inline]] inline void deallocate_queued(void* p, span& sp) noexcept {
+        if (sp.state == state::large) return deallocate_large(static_cast<std::byte*>(p));
+        put_back<false>(p, sp);
     }
     // The span holding p if p is the start of a block of any heap of this
     // process (this kind of heap's spans), nullptr otherwise.
@@ -296,6 +297,12 @@ public:
         if (sp->chunk_start(p)) return sp;   // only a small span has chunks handed out
         if (sp->state == state::large) return sp->base + sp->chunk == p ? sp : nullptr;
         return nullptr;
+    }
+    // The span of p, a block some heap of this process handed out and that is
+    // still out (checked when it was freed, say, and queued since): the page
+    // map's entry alone, no test.
+    [[gnu::always_inline]] static span& span_of_block(const void* p) noexcept {
+        return *backend::page_map::instance().find_wrapped(p);
     }
     // The small span if p is the start of a chunk of any heap of this process,
     // else nullptr: for any p, null and addresses past the page map included.
@@ -729,6 +736,18 @@ private:
         if (sp->state == state::large ? static_cast<const std::byte*>(p) != sp->base + sp->chunk : !sp->chunk_start(p))
             detail::fail("allotheque::heap", "a pointer inside a block, not at its start", what, p);
         return sp;
+    }
+
+    template <bool TestMark>
+    [[gnu::always_inline]] inline void put_back(void* p, span& sp) noexcept {
+        if constexpr (detail::poison::enabled) hidden(p, sp.chunk);
+        if constexpr (cfg.free_marks) {
+            if constexpr (TestMark) mark_freed(p);
+            else marks::word(p) = marks::local(p);
+        }
+        if constexpr (classifies) P::deallocate(root_, static_cast<std::byte*>(p), sp.chunk, sp.chunk_class);
+        else P::deallocate(root_, static_cast<std::byte*>(p), sp.chunk);
+        released(sp.chunk);
     }
 
     void mark_freed(void* p) noexcept {

@@ -46,13 +46,16 @@ public:
 
     struct policy {
         static constexpr std::size_t kept_orphans = 8;   // empty heaps beyond these are destroyed at thread exit
-        // The owner takes back what other threads freed (clearing the remote mark).
+        // The owner takes back what other threads freed (the remote mark
+        // goes). free checked each block before it queued it, so neither the
+        // block nor its mark is checked again.
         static void give_back(heap_type& h, detail::remote_record* r) noexcept {
-            marks::word(r) = 0;
-            if constexpr (block_heap)
+            if constexpr (block_heap) {
+                marks::word(r) = 0;
                 h.deallocate(r);
-            else
-                h.deallocate(r, *heap_type::span_of_any(r));
+            } else {
+                h.deallocate_queued(r, heap_type::span_of_block(r));
+            }
         }
         static void prepare(heap_type& h) noexcept {
             if constexpr (requires { h.set_retention(settings_.retain_bytes, settings_.purge_delay_ms); })
