@@ -48,6 +48,7 @@
 #include <limits>
 #include <utility>
 
+#include <allotheque/backend/span.hpp>
 #include <allotheque/detail/fail.hpp>
 #include <allotheque/detail/thread_registry.hpp>
 #include <allotheque/detail/throwing_allocate.hpp>
@@ -167,12 +168,27 @@ public:
     }
 
     // The owner's free inline (the page map's owner tag, one compare), a
-    // remote free or a bad pointer one call.
+    // remote free or a bad pointer one call. Over a heap<> it is the malloc's
+    // free: the chunk's span says whose it is and its size, so the request's
+    // size is not classified again (large blocks take the call).
     [[gnu::always_inline]] void deallocate(void* p, const request& r) noexcept {
         const tls_cache& t = tls();
-        if (t.id == id_ && H::owner_of(p) == t.s) [[likely]] {   // null p: no owner
-            t.s->heap.deallocate(p, parent_request(r));
-            return;
+        if constexpr (requires(backend::span& sp) {
+                          { H::chunk_span_of(p) } -> std::same_as<backend::span*>;
+                          t.s->heap.deallocate_chunk(p, sp);
+                      }) {
+            if (t.id == id_) [[likely]] {
+                backend::span* sp = H::chunk_span_of(p);   // null p: none
+                if (sp && sp->owner == t.s) [[likely]] {
+                    t.s->heap.deallocate_chunk(p, *sp);
+                    return;
+                }
+            }
+        } else {
+            if (t.id == id_ && H::owner_of(p) == t.s) [[likely]] {   // null p: no owner
+                t.s->heap.deallocate(p, parent_request(r));
+                return;
+            }
         }
         deallocate_slow(p, r);
     }
