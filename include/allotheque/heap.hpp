@@ -465,12 +465,7 @@ private:
     {
         return refill(classify_small(n).size, hint);
     }
-    [[gnu::always_inline]] inline void put_class(void* p, size_class c) noexcept {
-        if constexpr (detail::poison::enabled) hidden(p, c.size);
-        if constexpr (cfg.free_marks) mark_freed(p);
-        P::deallocate(root_, static_cast<std::byte*>(p), c.size, c.index);
-        released(c.size);
-    }
+    [[gnu::always_inline]] inline void put_class(void* p, size_class c) noexcept { put_chunk(p, c.size, c.index); }
     [[gnu::noinline]] void* allocate_unclassified(std::size_t n, const void* hint, std::size_t alignment,
                                                   bool zero) noexcept
         requires(classifies)
@@ -484,10 +479,7 @@ private:
         const std::size_t s = good_size(r.size, r.alignment);
         if (s == 0) return;   // no allocation can have had this size
         if (is_large(s, r.alignment)) return deallocate_large(static_cast<std::byte*>(p));
-        if constexpr (detail::poison::enabled) hidden(p, s);
-        if constexpr (cfg.free_marks) mark_freed(p);
-        P::deallocate(root_, static_cast<std::byte*>(p), s);
-        released(s);
+        put_chunk(p, s);
     }
 
     // try_allocate_cached's miss: a chunk of size s from the partition's
@@ -788,14 +780,21 @@ private:
 
     template <bool TestMark>
     [[gnu::always_inline]] inline void put_back(void* p, span& sp) noexcept {
-        if constexpr (detail::poison::enabled) hidden(p, sp.chunk);
+        if constexpr (classifies) put_chunk<TestMark>(p, sp.chunk, sp.chunk_class);
+        else put_chunk<TestMark>(p, sp.chunk);
+    }
+    // Every free of a small chunk ends here: the chunk size, and its class
+    // when the caller knows it (else the partition finds it). TestMark false:
+    // the caller checked the double-free mark already.
+    template <bool TestMark = true, class... Index>
+    [[gnu::always_inline]] inline void put_chunk(void* p, std::size_t size, Index... index) noexcept {
+        if constexpr (detail::poison::enabled) hidden(p, size);
         if constexpr (cfg.free_marks) {
             if constexpr (TestMark) mark_freed(p);
             else marks::word(p) = marks::local(p);
         }
-        if constexpr (classifies) P::deallocate(root_, static_cast<std::byte*>(p), sp.chunk, sp.chunk_class);
-        else P::deallocate(root_, static_cast<std::byte*>(p), sp.chunk);
-        released(sp.chunk);
+        P::deallocate(root_, static_cast<std::byte*>(p), size, index...);
+        released(size);
     }
 
     void mark_freed(void* p) noexcept {
