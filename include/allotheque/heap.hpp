@@ -194,11 +194,7 @@ public:
                 return take_class(r, classify_small(r.size));
             return allocate_unclassified(r.size, r.hint, r.alignment, r.zero);
         } else if constexpr (classifies) {
-            // The size is resolved to its class once, and the class travels down.
-            const size_class c = classify_small(r.size);
-            if (served_small(r, c)) [[likely]]
-                return take_class(r, c);
-            return allocate_by_size(r);
+            return allocate_classified(r);
         } else {
             return allocate_by_size(r);
         }
@@ -255,7 +251,7 @@ public:
         if constexpr (classifies) {
             const size_class c = classify_small(r.size);
             if (served_small(r, c)) [[likely]]
-                return put_class(p, c);
+                return put_chunk(p, c.size, c.index);
             deallocate_by_size(p, r);
         } else {
             deallocate_by_size(p, r);
@@ -465,15 +461,21 @@ private:
     {
         return refill(classify_small(n).size, hint);
     }
-    [[gnu::always_inline]] inline void put_class(void* p, size_class c) noexcept { put_chunk(p, c.size, c.index); }
+    // The size resolved to its class once, and the class travels down.
+    template <request_like R>
+    [[gnu::always_inline]] inline void* allocate_classified(const R& r) noexcept
+        requires(classifies)
+    {
+        const size_class c = classify_small(r.size);
+        if (served_small(r, c)) [[likely]]
+            return take_class(r, c);
+        return allocate_by_size(r);
+    }
     [[gnu::noinline]] void* allocate_unclassified(std::size_t n, const void* hint, std::size_t alignment,
                                                   bool zero) noexcept
         requires(classifies)
     {
-        const request r{n, hint, alignment, zero};
-        const size_class c = classify_small(n);
-        if (served_small(r, c)) return take_class(r, c);
-        return allocate_by_size(r);
+        return allocate_classified(request{n, hint, alignment, zero});
     }
     [[gnu::always_inline]] inline void deallocate_by_size(void* p, const request& r) noexcept {
         const std::size_t s = good_size(r.size, r.alignment);
