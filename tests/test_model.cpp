@@ -228,6 +228,9 @@ void run_model(const char* name, std::uint64_t seed, std::size_t divisor = 1) {
 TEST_CASE("model: kingsley_heap", "[model]") { run_model<al::kingsley_heap<tracking_source>>("kingsley", 101); }
 TEST_CASE("model: quickfit_heap", "[model]") { run_model<al::quickfit_heap<tracking_source>>("quickfit", 102); }
 TEST_CASE("model: velox_heap", "[model]") { run_model<al::velox_heap<tracking_source>>("velox", 103); }
+TEST_CASE("model: Velox over size classes", "[model]") {
+    run_model<al::heap<al::velox_classed_partition<>, tracking_source, al::velox_heap_options>>("velox classed", 109);
+}
 TEST_CASE("model: medius_heap", "[model]") { run_model<al::medius_heap<tracking_source>>("medius", 104); }
 TEST_CASE("model: defero_heap", "[model]") { run_model<al::defero_heap<tracking_source>>("defero", 105); }
 // Non-default parameters (a quarter of the operations each): smaller

@@ -7,6 +7,7 @@
 //   hash_table<vicinity, sparse identity, match_last_first> ∘ list<size, match> ∘ list<void>
 // 2^(47 - VicinityLog2) classes on 47-bit addresses call for the sparse index.
 #pragma once
+#include <allotheque/allocators/segregated.hpp>
 #include <allotheque/attributes/address_bits.hpp>
 #include <allotheque/attributes/size.hpp>
 #include <allotheque/containers/hash_table.hpp>
@@ -20,6 +21,15 @@ namespace allotheque {
 template <unsigned VicinityLog2 = 16, class TopPredicate = match_last_first>
 using velox_partition =
     hash_table<vicinity<VicinityLog2>, list<size, list<void>, match>, TopPredicate, sparse_identity>;
+
+// Velox over the segregated heap's size classes instead of exact sizes: each
+// vicinity a table of those classes, so that a vicinity's chunks of a size
+// are one index away instead of a walk along its sizes. What the Velox malloc
+// library uses, whose requests are rounded to those classes anyway.
+//   hash_table<vicinity, sparse identity, match_last_first> ∘ segregated_partition
+template <unsigned VicinityLog2 = 16>
+using velox_classed_partition =
+    hash_table<vicinity<VicinityLog2>, segregated_partition<>, match_last_first, sparse_identity>;
 
 // Velox' default options: every span one page, no reservation
 // (heap_config::span_reserve = a page). A vicinity is 16 pages; with 16 KiB

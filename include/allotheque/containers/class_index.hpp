@@ -129,7 +129,9 @@ public:
         }
     }
 
-    Header* find(std::size_t i) noexcept {
+    // Forced inline: it is a lookup on Velox's allocation and free paths,
+    // where g++ left it out of line once the malloc's free grew.
+    [[gnu::always_inline]] Header* find(std::size_t i) noexcept {
         leaf* lf = leaf_at(i >> leaf_bits);
         return lf && leaf_bitmap(lf->bits).test(i & (leaf_classes - 1)) ? slot(lf, i) : nullptr;
     }
@@ -173,7 +175,7 @@ private:
     // of Velox's vicinities), and reaching it through leaf_of_ costs every
     // lookup two dependent loads (the mapped array's base, then the slot)
     // on the allocation and free paths; this costs one compare.
-    leaf* leaf_at(std::size_t l) const noexcept {
+    [[gnu::always_inline]] leaf* leaf_at(std::size_t l) const noexcept {
         if (l == near_number_) [[likely]] return near_;
         return leaf_of_[l];
     }

@@ -72,7 +72,7 @@ concept size_segregation = requires(std::size_t n) {
 // Size hashes may compute both in one step (`classify`); the others get
 // round() then index_of().
 template <class H, class Attr>
-constexpr size_class classify_size(std::size_t n) noexcept {
+[[gnu::always_inline]] constexpr size_class classify_size(std::size_t n) noexcept {
     if constexpr (requires { H::classify(n); }) {
         return H::classify(n);
     } else {

@@ -60,7 +60,7 @@ struct spaced_classes {
         for (std::size_t k = 0; k < table_entries; ++k) t.entries[k] = computed(k * Step);
         return t;
     }();
-    static constexpr size_class classify(std::size_t n) noexcept {
+    [[gnu::always_inline]] static constexpr size_class classify(std::size_t n) noexcept {
         if (n <= table_max) return table.entries[(n + Step - 1) / Step];
         return computed(n);
     }
