@@ -119,6 +119,13 @@ class heap : public detail::throwing_allocate<heap<P, S, Options>> {
                   "paper's Velox with (match, match)); use match_first, match_last_first or match_next there");
 
     static constexpr heap_config cfg = config_of<Options>();
+    static constexpr std::size_t partition_max_chunk = [] {
+        if constexpr (requires { P::max_chunk; }) return std::size_t{P::max_chunk};
+        else return ~std::size_t{0};
+    }();
+    static_assert(cfg.large_threshold <= partition_max_chunk,
+                  "allotheque::heap: the partition has no class for chunks up to the heap's large_threshold (its "
+                  "hash's classes stop below it); lower heap_config::large_threshold or bound the classes higher");
     static_assert(cfg.reclaim == reclaim_policy::never || sweepable_partition<P>,
                   "allotheque::heap: reclaiming free spans needs a partition with drain(h, f) and clear(h) (every "
                   "container of the library has them); give a custom container those, or use reclaim_policy::never");

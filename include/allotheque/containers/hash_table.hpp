@@ -173,6 +173,13 @@ struct hash_table {
     };
 
     static constexpr std::size_t min_chunk = Nested::min_chunk;
+    // The largest chunk the table has a class for, where its hash (or a
+    // nested table's) bounds the sizes.
+    static constexpr std::size_t max_chunk = [] {
+        if constexpr (size_attribute<Attr> && requires { Hash::max_size; }) return std::size_t{Hash::max_size};
+        else if constexpr (requires { Nested::max_chunk; }) return std::size_t{Nested::max_chunk};
+        else return ~std::size_t{0};
+    }();
     static constexpr bool size_exact =
         (size_attribute<Attr> && is_exact_match<Pred> && Hash::exact) || Nested::size_exact;
     static constexpr bool address_safe = (!address_attribute<Attr> || can_leave_target<Pred>) && Nested::address_safe;

@@ -3,6 +3,9 @@
 // range (Linear = 128, four per doubling: 160, 192, 224, 256, 320, ...), so no
 // block wastes more than a quarter of its size to rounding above `Linear`.
 // Every class holds one size: a heap without splitting can use it.
+// `MaxSize` (0: none) bounds the classes, so that a table of them is as small
+// as the sizes a heap puts in it (a heap whose large threshold is above it is
+// refused at compile time: hash_table::max_chunk).
 #pragma once
 #include <bit>
 #include <cstddef>
@@ -13,7 +16,7 @@
 
 namespace allotheque {
 
-template <std::size_t Step = 16, std::size_t Linear = 128, std::size_t PerDoubling = 4>
+template <std::size_t Step = 16, std::size_t Linear = 128, std::size_t PerDoubling = 4, std::size_t MaxSize = 0>
 struct spaced_classes {
     static_assert(detail::is_pow2(Step) && detail::is_pow2(Linear) && detail::is_pow2(PerDoubling),
                   "spaced_classes<Step, Linear, PerDoubling>: powers of two");
@@ -64,8 +67,12 @@ struct spaced_classes {
         if (n <= table_max) return table.entries[(n + Step - 1) / Step];
         return computed(n);
     }
+    static constexpr std::size_t max_size = MaxSize != 0 ? MaxSize : ~std::size_t{0};
+    static_assert(MaxSize == 0 || (MaxSize > Linear && round(MaxSize) == MaxSize),
+                  "spaced_classes: MaxSize is a class size above Linear");
     template <class Attr, class Header, class Init>
-    using index = dense_index<linear_classes + (64 - linear_log) * PerDoubling, Header, Init>;
+    using index = dense_index<MaxSize != 0 ? computed(MaxSize).index + 1 : linear_classes + (64 - linear_log) * PerDoubling,
+                              Header, Init>;
 };
 
 } // namespace allotheque
