@@ -10,7 +10,8 @@
 // frees, range frees, drains with re-insertion and emptiness checks over two
 // buffers with the same layout, and must agree on every answer; a model of the
 // free chunks checks that neither hands out a live chunk, and every live
-// chunk's contents are checked when it is freed.
+// chunk's contents are checked when it is freed. Velox over tables of size
+// classes is also run against the rule itself, kept naively (velox_rule).
 #include "catch.hpp"
 
 #include <sys/mman.h>
@@ -296,4 +297,152 @@ TEST_CASE("a free then an allocation of its size gets the chunk back", "[held_fr
     medius_held::clear(t.h);
     REQUIRE(medius_held::empty(t.h));
     REQUIRE(medius_held::allocate(t.h, al::request{s, nullptr}) == nullptr);
+}
+
+namespace {
+
+// The rule itself, kept naively: per (vicinity, size) a stack of free chunks;
+// an allocation pops from the hint's vicinity (no hint: the vicinity used
+// last), else from the vicinity used last, else from the lowest vicinity
+// holding the size; a free pushes and makes its vicinity the last used; a
+// range free of one size pushes each same-vicinity run so that its first
+// chunk ends on top.
+struct velox_rule {
+    static constexpr std::size_t none = ~std::size_t{0};
+    std::map<std::size_t, std::map<std::size_t, std::vector<std::size_t>>> stacks;   // vicinity -> size -> offsets
+    std::size_t last = none;
+    std::uintptr_t base = 0;
+    std::size_t vicinity(std::size_t off) const { return (base + off) >> 16; }
+
+    std::optional<std::size_t> allocate(std::size_t s, std::optional<std::size_t> hint) {
+        const std::size_t t = hint ? vicinity(*hint) : last;
+        auto pop = [&](std::size_t v) -> std::optional<std::size_t> {
+            auto c = stacks.find(v);
+            if (c == stacks.end()) return std::nullopt;
+            auto z = c->second.find(s);
+            if (z == c->second.end() || z->second.empty()) return std::nullopt;
+            const std::size_t off = z->second.back();
+            z->second.pop_back();
+            last = v;
+            return off;
+        };
+        if (t != none)
+            if (auto off = pop(t)) return off;
+        if (last != none && last != t)
+            if (auto off = pop(last)) return off;
+        for (auto& [v, sizes] : stacks)
+            if (auto z = sizes.find(s); z != sizes.end() && !z->second.empty()) return pop(v);
+        return std::nullopt;
+    }
+    void deallocate(std::size_t off, std::size_t s) {
+        stacks[vicinity(off)][s].push_back(off);
+        last = vicinity(off);
+    }
+    void deallocate_run(const std::vector<std::size_t>& offs, std::size_t s) {
+        for (std::size_t i = 0; i < offs.size();) {
+            std::size_t j = i + 1;
+            while (j < offs.size() && vicinity(offs[j]) == vicinity(offs[i])) ++j;
+            for (std::size_t k = j; k-- > i;) stacks[vicinity(offs[k])][s].push_back(offs[k]);
+            last = vicinity(offs[i]);
+            i = j;
+        }
+    }
+};
+
+} // namespace
+
+TEST_CASE("Velox over size classes follows the rule, range frees and drains included", "[held_free]") {
+    using classed = al::velox_classed_partition<>;
+    for (unsigned seed = 1; seed <= 2; ++seed) {
+        table<classed> a;
+        velox_rule m;
+        m.base = reinterpret_cast<std::uintptr_t>(a.mem.base);
+        std::mt19937_64 rng(seed);
+        const std::vector<std::size_t> sizes = {16, 32, 48, 64, 96, 128, 160, 256, 512};
+        std::vector<std::size_t> page_size(region / page);
+        for (auto& s : page_size) s = sizes[rng() % sizes.size()];
+        auto chunk_size = [&](std::size_t off) { return page_size[off / page]; };
+        std::map<std::size_t, std::uint64_t> live;
+        std::size_t free_chunks = 0;
+        for (std::size_t pg = 0; pg < page_size.size(); ++pg)
+            for (std::size_t k = page / page_size[pg]; k-- > 0;) {
+                const std::size_t off = pg * page + k * page_size[pg];
+                classed::deallocate(a.h, a.at(off), page_size[pg]);
+                m.deallocate(off, page_size[pg]);
+                ++free_chunks;
+            }
+        const std::size_t chunks = free_chunks;
+        std::uint64_t stamp = 1;
+        std::optional<std::size_t> recent;
+        auto random_live = [&] {
+            auto it = live.begin();
+            std::advance(it, static_cast<long>(rng() % live.size()));
+            return it->first;
+        };
+        auto forget = [&](std::size_t off) {
+            std::uint64_t x = 0;
+            std::memcpy(&x, a.at(off) + chunk_size(off) - 8, 8);
+            REQUIRE(x == live[off]);
+            live.erase(off);
+            ++free_chunks;
+        };
+        for (std::size_t op = 0; op < 25000; ++op) {
+            const unsigned dice = static_cast<unsigned>(rng() % 100);
+            const unsigned allocations = free_chunks * 20 > chunks ? 65 : 40;
+            if (dice < allocations || live.empty()) {
+                const std::size_t s = sizes[rng() % sizes.size()];
+                std::optional<std::size_t> hint;
+                if (const unsigned h = static_cast<unsigned>(rng() % 4); h == 0 && recent) hint = *recent;
+                else if (h == 1 && !live.empty()) hint = random_live();
+                else if (h == 2) hint = rng() % region;
+                std::byte* p = classed::allocate(a.h, al::request{s, hint ? a.at(*hint) : nullptr});
+                const auto want = m.allocate(s, hint);
+                REQUIRE(want.has_value() == (p != nullptr));
+                if (!p) continue;
+                REQUIRE(a.offset(p) == *want);
+                REQUIRE(chunk_size(*want) == s);
+                REQUIRE(live.count(*want) == 0);
+                live[*want] = stamp;
+                std::memcpy(p + s - 8, &stamp, 8);
+                ++stamp;
+                --free_chunks;
+                recent = *want;
+            } else if (dice < 90) {
+                const std::size_t off = random_live();
+                forget(off);
+                classed::deallocate(a.h, a.at(off), chunk_size(off));
+                m.deallocate(off, chunk_size(off));
+            } else if (dice < 98) {
+                // A range free of one size, in address order (several vicinities).
+                const std::size_t s = chunk_size(random_live());
+                std::vector<std::size_t> offs;
+                for (auto& [off, st] : live)
+                    if (chunk_size(off) == s && rng() % 2 == 0 && offs.size() < 24) offs.push_back(off);
+                if (offs.empty()) continue;
+                std::vector<std::byte*> ps;
+                for (std::size_t off : offs) {
+                    forget(off);
+                    ps.push_back(a.at(off));
+                }
+                al::deallocate_run_in<classed>(a.h, ps.data(), ps.size(), s);
+                m.deallocate_run(offs, s);
+            } else {
+                // A sweep: every free chunk out, the table empty, all back in address order.
+                std::vector<std::size_t> drained;
+                classed::drain(a.h, [&](std::byte* p) { drained.push_back(a.offset(p)); });
+                REQUIRE(classed::empty(a.h));
+                REQUIRE(drained.size() == free_chunks);
+                std::sort(drained.begin(), drained.end());
+                m = velox_rule{{}, velox_rule::none, m.base};
+                for (std::size_t off : drained) {
+                    REQUIRE(live.count(off) == 0);
+                    classed::deallocate(a.h, a.at(off), chunk_size(off));
+                    m.deallocate(off, chunk_size(off));
+                }
+            }
+        }
+        REQUIRE(classed::empty(a.h) == (free_chunks == 0));
+        classed::clear(a.h);
+        REQUIRE(classed::empty(a.h));
+    }
 }
