@@ -30,6 +30,7 @@
 #include <allotheque/containers/partition.hpp>
 #include <allotheque/containers/search.hpp>
 #include <allotheque/containers/size_directory.hpp>
+#include <allotheque/containers/size_fronts.hpp>
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/hashes/hash_function.hpp>
 #include <allotheque/predicates/predicate.hpp>
@@ -46,20 +47,9 @@ inline constexpr bool wide_classes = [] {
 } // namespace detail
 
 namespace detail {
-// The classes of a nested table of sizes (1 where there is none).
-template <class Nested>
-constexpr std::size_t sized_classes() {
-    if constexpr (requires { Nested::size_classes; }) return Nested::size_classes;
-    else return 1;
-}
-template <class Nested>
-struct sized_chunks {
-    using type = int;
-};
-template <class Nested>
-    requires requires { typename Nested::chunk_list; }
-struct sized_chunks<Nested> {
-    using type = typename Nested::chunk_list;
+// What a table without sized classes keeps for them: nothing.
+struct no_size_fronts {
+    struct state {};
 };
 } // namespace detail
 
@@ -147,29 +137,16 @@ struct hash_table {
         front_entry of[front_slots]{};
         front_entry pairs[pair_slots]{};   // by (class, size); `low` unused
     };
-    // Over a table of sizes (`sized`, below), per size class of the table:
-    // no class below `low` holds a chunk of it (npos: no class does).
+    // Over a table of sizes (`sized`, below): containers/size_fronts.hpp.
     static constexpr bool sized_mode = address_attribute<Attr> && directed && requires { requires Nested::indexes_sizes; };
-    using chunk_list_of = typename detail::sized_chunks<Nested>::type;
-    struct sized_front {
-        // Not npos, which a request with no target class carries.
-        std::size_t i = npos - 1;
-        chunk_list_of* chunks = nullptr;
-    };
-    struct sized_state {
-        std::size_t low[detail::sized_classes<Nested>()];
-        sized_front front[detail::sized_classes<Nested>()];
-        sized_state() noexcept {
-            for (std::size_t& v : low) v = npos;
-        }
-    };
+    using fronts = std::conditional_t<sized_mode, size_fronts<Nested, Pred>, detail::no_size_fronts>;
     struct header_type {
         index_type classes;
         std::size_t last = npos;
         [[no_unique_address]] detail::slot<has_front, front_cache> front{};
         [[no_unique_address]] detail::slot<holds_last_free, held_chunk> held{};
         [[no_unique_address]] detail::slot<directed, directory_type> sizes{};
-        [[no_unique_address]] detail::slot<sized_mode, sized_state> lows{};
+        [[no_unique_address]] detail::slot<sized_mode, typename fronts::state> by_size{};
     };
 
     static constexpr std::size_t min_chunk = Nested::min_chunk;
@@ -187,13 +164,11 @@ struct hash_table {
     static constexpr bool reads_address = address_attribute<Attr> || Nested::reads_address;
     static constexpr bool stored_in_chunks = false;
     // Over a table of exact sizes (Velox over the segregated heap's classes:
-    // hash_table<vicinity, segregated_partition>), a class's chunks of a
-    // size are one index away: no size node to find, no host chunk to hand
-    // out, so none of the caches above is needed. The search keeps its
-    // order (target, class used last, lowest class the directory names),
-    // each step a lookup and a pop; a class, once made, stays (emptying a
-    // size does not empty a class, and a class no longer tells whether it is
-    // empty without a look at every size).
+    // velox_classed_partition), a class's chunks of a size are one index
+    // away: no size node to find, no host chunk to hand out, so none of the
+    // caches above is needed; the search is size_fronts'. A class, once
+    // made, stays (emptying a size does not empty a class, and a class no
+    // longer tells whether it is empty without a look at every size).
     static constexpr bool sized = sized_mode && requires {
         requires Pred::start == start_at::lookup;
         requires Pred::fallback == fallback_to::first || Pred::fallback == fallback_to::last_then_first;
@@ -323,83 +298,31 @@ struct hash_table {
     {
         return allocate_missed(h, r);
     }
-    // Over a table of sizes: the front inline, the rest of the search one
-    // call with the target, the size's class and the size in registers (a
-    // copy of the request in memory cost Velox's malloc 7 instructions a miss).
+    // Over a table of sizes: the size's front inline, the rest of the search
+    // one call (size_fronts).
     template <request_like R>
     [[gnu::always_inline]] static std::byte* allocate(header_type& h, const R& r) noexcept
         requires sized
     {
         const std::size_t t = target_class(h, r);
         const std::size_t k = size_class_of_request(r);
-        if (std::byte* p = pop_front(h, t, k)) [[likely]] return p;
-        return search_sized(h, t, k, r.size);
+        if (std::byte* p = fronts::pop_front(h, t, k)) [[likely]] return p;
+        return fronts::search(h, t, k, r.size);
     }
     template <request_like R>
     [[gnu::always_inline]] static std::byte* allocate_cached(header_type& h, const R& r) noexcept
         requires sized
     {
-        return pop_front(h, target_class(h, r), size_class_of_request(r));
+        return fronts::pop_front(h, target_class(h, r), size_class_of_request(r));
     }
     template <request_like R>
     static std::byte* allocate_uncached(header_type& h, const R& r) noexcept
         requires sized
     {
-        return search_sized(h, target_class(h, r), size_class_of_request(r), r.size);
+        return fronts::search(h, target_class(h, r), size_class_of_request(r), r.size);
     }
 
 private:
-    // A pop from the chunks the size's front names, when they are the target's.
-    [[gnu::always_inline]] static std::byte* pop_front(header_type& h, std::size_t t, std::size_t k) noexcept
-        requires sized
-    {
-        const auto& f = h.lows.front[k];
-        if (f.i != t) return nullptr;
-        std::byte* p = Nested::pop_chunk(*f.chunks);
-        if (p) h.last = t;
-        return p;
-    }
-    // The search once the front could not serve: the target's class, the
-    // class used last, then the lowest class holding the size. That one is
-    // kept per size as a bound (`sized_state::low`: no class below it holds
-    // the size), lowered by frees, so the walk starts there and usually pops
-    // at once; only when that class has run out of the size does the
-    // directory name the next (a stale bit is cleared on the way).
-    [[gnu::noinline]] static std::byte* search_sized(header_type& h, std::size_t t, std::size_t k,
-                                                     std::size_t n) noexcept
-        requires sized
-    {
-        // Where the front names the target, pop_front found it empty.
-        if (h.lows.front[k].i != t)
-            if (std::byte* p = take_at(h, t, k)) return p;
-        std::size_t last = npos;
-        if constexpr (Pred::fallback == fallback_to::last_then_first) {
-            last = h.last;
-            if (last != t)
-                if (std::byte* p = take_at(h, last, k)) return p;
-        }
-        std::size_t& low = h.lows.low[k];
-        if (low == npos) return nullptr;   // no class holds the size
-        if (low != t && low != last)
-            if (std::byte* p = take_at(h, low, k)) return p;
-        if (!h.sizes.vouches(n)) [[unlikely]] {
-            for (std::size_t i = h.classes.next(low); i != npos; i = h.classes.next(i))
-                if (i != t && i != last)
-                    if (std::byte* p = take_at(h, i, k)) return low = i, p;
-            low = npos;
-            h.lows.front[k] = {};   // no class holds the size: whatever it names is empty
-            return nullptr;
-        }
-        lacks(h, n, k, low);
-        for (std::size_t i = h.sizes.next(n, low + 1); i != npos; i = h.sizes.next(n, i + 1)) {
-            if (i != t && i != last)
-                if (std::byte* p = take_at(h, i, k)) return low = i, p;
-            lacks(h, n, k, i);
-        }
-        low = npos;
-        h.lows.front[k] = {};
-        return nullptr;
-    }
     template <request_like R>
     [[gnu::always_inline]] static std::size_t size_class_of_request(const R& r) noexcept
         requires sized
@@ -575,7 +498,7 @@ public:
     [[gnu::always_inline]] static void deallocate(header_type& h, std::byte* p, std::size_t n, std::size_t k) noexcept
         requires sized
     {
-        put_in(h, p, n, class_of(Attr::of_chunk(p, n)), k);
+        fronts::put(h, p, n, class_of(Attr::of_chunk(p, n)), k);
     }
 
     // Over addresses (Velox, Medius) this free is the heap's free itself, and
@@ -603,8 +526,7 @@ public:
                 same_class_run(ps, count, [n](std::byte* p) { return class_of(Attr::of_chunk(p, n)); });
             const std::size_t i = class_of(Attr::of_chunk(ps[0], n));
             if constexpr (directed) h.sizes.note(n, i);
-            if constexpr (sized_mode)
-                if (std::size_t& low = h.lows.low[Nested::size_class_of(n)]; i < low) low = i;
+            if constexpr (sized_mode) fronts::lower(h, i, Nested::size_class_of(n));
             deallocate_run_in<Nested>(h.classes.obtain(i), ps, k, n);
             if constexpr (predicate_remembers_frees<Pred>) h.last = i;
             ps += k;
@@ -660,65 +582,10 @@ private:
     {
         put_slow(h, p, n, i);
     }
-    // A free onto the chunks its size's front names, else one call.
     [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept
         requires sized
     {
-        put_in(h, p, n, i, Nested::size_class_of(n));
-    }
-    [[gnu::always_inline]] static void put_in(header_type& h, std::byte* p, std::size_t n, std::size_t i,
-                                              std::size_t k) noexcept
-        requires sized
-    {
-        if (const auto& f = h.lows.front[k]; f.i == i) [[likely]] {
-            // The front's class holds the size (its directory bit is set and
-            // its bound is at or below it): only the chunk changes.
-            Nested::push_chunk(*f.chunks, p, n);
-            if constexpr (predicate_remembers_frees<Pred>) h.last = i;
-            return;
-        }
-        put_sized(h, p, n, i, k);
-    }
-    [[gnu::noinline]] static void put_sized(header_type& h, std::byte* p, std::size_t n, std::size_t i,
-                                            std::size_t k) noexcept
-        requires sized
-    {
-        auto* c = h.classes.find(i);
-        if (!c) [[unlikely]] c = &h.classes.obtain(i);
-        chunk_list_of& l = Nested::chunks(*c, k);
-        // Chunks of the size there already: its directory bit is set and the
-        // bound is at or below i.
-        const bool had = Nested::holds_chunks(l);
-        Nested::push_chunk(l, p, n);
-        if (!had) {
-            h.sizes.note(n, i);
-            if (std::size_t& low = h.lows.low[k]; i < low) low = i;
-        }
-        h.lows.front[k] = {i, &l};
-        if constexpr (predicate_remembers_frees<Pred>) h.last = i;
-    }
-    // A pop from class i's chunks of size class k (i may be npos: no
-    // class); they become the size's front.
-    [[gnu::always_inline]] static std::byte* take_at(header_type& h, std::size_t i, std::size_t k) noexcept
-        requires sized
-    {
-        if (i == npos) return nullptr;
-        auto* c = h.classes.find(i);
-        if (!c) return nullptr;
-        chunk_list_of& l = Nested::chunks(*c, k);
-        std::byte* p = Nested::pop_chunk(l);
-        if (!p) return nullptr;
-        h.lows.front[k] = {i, &l};
-        if constexpr (predicate_remembers<Pred>) h.last = i;
-        return p;
-    }
-    // Class i has no chunk of size n (class k): its directory bit goes, and
-    // the front with it if the front named it.
-    static void lacks(header_type& h, std::size_t n, std::size_t k, std::size_t i) noexcept
-        requires sized
-    {
-        h.sizes.forget(n, i);
-        if (h.lows.front[k].i == i) h.lows.front[k] = {};
+        fronts::put(h, p, n, i, Nested::size_class_of(n));
     }
     [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept
         requires(!has_front && !sized)
@@ -883,7 +750,7 @@ private:
     }
     static void forget_search_state(header_type& h) noexcept {
         h.last = npos;
-        if constexpr (sized_mode) h.lows = {};
+        if constexpr (sized_mode) h.by_size = {};
         if constexpr (has_front) forget_fronts(h);
         if constexpr (directed) h.sizes.clear();
     }

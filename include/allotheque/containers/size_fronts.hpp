@@ -1,0 +1,150 @@
+// `size_fronts<Nested, Pred>`: the search of an address-keyed hash_table whose
+// classes are each a table of exact sizes (Velox over the segregated heap's
+// classes: velox_classed_partition). A class's chunks of a size are one index
+// away there, so what the table keeps beside its classes is, per size class k:
+//
+//   front[k]  the class a run of the size used last and that class's stack of
+//             the size: an allocation whose target is that class, and a free
+//             into it, is a compare and a pop or push;
+//   low[k]    a bound: no class below it holds the size (npos: none does).
+//             Frees lower it; the walk for "the lowest class holding the
+//             size" starts there and usually pops at once.
+//
+// The rule is the table's predicate's (match_last_first: the target's class,
+// else the class used last, else the lowest class holding the size; match_first
+// without the middle step). Invariants the fast paths rely on: a class whose
+// stack of k is not empty has its directory bit for k and is at or above
+// low[k]; a front names such a class or an emptied stack, and a class's bit is
+// cleared (lacks) only when its stack is found empty, which drops a front
+// naming it. `H` is the table's header: classes, sizes (the directory), last,
+// and `by_size`, a `state`.
+#pragma once
+#include <cstddef>
+
+#include <allotheque/detail/bitmap_tree.hpp>
+#include <allotheque/predicates/predicate.hpp>
+
+namespace allotheque {
+
+template <class Nested, class Pred>
+struct size_fronts {
+    static constexpr std::size_t npos = detail::npos;
+    using chunk_list = typename Nested::chunk_list;
+    struct front {
+        std::size_t i = npos - 1;   // not npos, which a request with no target class carries
+        chunk_list* chunks = nullptr;
+    };
+    struct state {
+        std::size_t low[Nested::size_classes];
+        front fronts[Nested::size_classes];
+        state() noexcept {
+            for (std::size_t& v : low) v = npos;
+        }
+    };
+
+    // A pop from the chunks the size's front names, when they are the target's.
+    template <class H>
+    [[gnu::always_inline]] static std::byte* pop_front(H& h, std::size_t t, std::size_t k) noexcept {
+        const front& f = h.by_size.fronts[k];
+        if (f.i != t) return nullptr;
+        std::byte* p = Nested::pop_chunk(*f.chunks);
+        if (p) h.last = t;
+        return p;
+    }
+    // The search once the front could not serve, with the target, the size's
+    // class and the size in registers (a copy of the request in memory cost
+    // Velox's malloc 7 instructions a miss).
+    template <class H>
+    [[gnu::noinline]] static std::byte* search(H& h, std::size_t t, std::size_t k, std::size_t n) noexcept {
+        // Where the front names the target, pop_front found it empty.
+        if (h.by_size.fronts[k].i != t)
+            if (std::byte* p = take_at(h, t, k)) return p;
+        std::size_t last = npos;
+        if constexpr (Pred::fallback == fallback_to::last_then_first) {
+            last = h.last;
+            if (last != t)
+                if (std::byte* p = take_at(h, last, k)) return p;
+        }
+        std::size_t& low = h.by_size.low[k];
+        if (low == npos) return nullptr;   // no class holds the size
+        if (low != t && low != last)
+            if (std::byte* p = take_at(h, low, k)) return p;
+        if (!h.sizes.vouches(n)) [[unlikely]] {
+            for (std::size_t i = h.classes.next(low); i != npos; i = h.classes.next(i))
+                if (i != t && i != last)
+                    if (std::byte* p = take_at(h, i, k)) return low = i, p;
+            low = npos;
+            h.by_size.fronts[k] = {};   // no class holds the size: whatever it names is empty
+            return nullptr;
+        }
+        lacks(h, n, k, low);
+        for (std::size_t i = h.sizes.next(n, low + 1); i != npos; i = h.sizes.next(n, i + 1)) {
+            if (i != t && i != last)
+                if (std::byte* p = take_at(h, i, k)) return low = i, p;
+            lacks(h, n, k, i);
+        }
+        low = npos;
+        h.by_size.fronts[k] = {};
+        return nullptr;
+    }
+    // Chunk [p, p+n) of size class k into class i: onto the front's stack
+    // when the front names i (that class holds the size, so its bit is set
+    // and the bound is at or below it), else one call.
+    template <class H>
+    [[gnu::always_inline]] static void put(H& h, std::byte* p, std::size_t n, std::size_t i, std::size_t k) noexcept {
+        if (const front& f = h.by_size.fronts[k]; f.i == i) [[likely]] {
+            Nested::push_chunk(*f.chunks, p, n);
+            if constexpr (predicate_remembers_frees<Pred>) h.last = i;
+            return;
+        }
+        put_missed(h, p, n, i, k);
+    }
+    // Chunks of size class k went into class i other than by put (a range
+    // free): the bound may come down to it.
+    template <class H>
+    static void lower(H& h, std::size_t i, std::size_t k) noexcept {
+        if (std::size_t& low = h.by_size.low[k]; i < low) low = i;
+    }
+
+private:
+    template <class H>
+    [[gnu::noinline]] static void put_missed(H& h, std::byte* p, std::size_t n, std::size_t i,
+                                             std::size_t k) noexcept {
+        auto* c = h.classes.find(i);
+        if (!c) [[unlikely]] c = &h.classes.obtain(i);
+        chunk_list& l = Nested::chunks(*c, k);
+        // Chunks of the size there already: its directory bit is set and the
+        // bound is at or below i.
+        const bool had = Nested::holds_chunks(l);
+        Nested::push_chunk(l, p, n);
+        if (!had) {
+            h.sizes.note(n, i);
+            lower(h, i, k);
+        }
+        h.by_size.fronts[k] = {i, &l};
+        if constexpr (predicate_remembers_frees<Pred>) h.last = i;
+    }
+    // A pop from class i's stack of size class k (i may be npos: no class);
+    // it becomes the size's front.
+    template <class H>
+    [[gnu::always_inline]] static std::byte* take_at(H& h, std::size_t i, std::size_t k) noexcept {
+        if (i == npos) return nullptr;
+        auto* c = h.classes.find(i);
+        if (!c) return nullptr;
+        chunk_list& l = Nested::chunks(*c, k);
+        std::byte* p = Nested::pop_chunk(l);
+        if (!p) return nullptr;
+        h.by_size.fronts[k] = {i, &l};
+        if constexpr (predicate_remembers<Pred>) h.last = i;
+        return p;
+    }
+    // Class i has no chunk of size n (class k): its directory bit goes, and
+    // the front with it if the front named it.
+    template <class H>
+    static void lacks(H& h, std::size_t n, std::size_t k, std::size_t i) noexcept {
+        h.sizes.forget(n, i);
+        if (h.by_size.fronts[k].i == i) h.by_size.fronts[k] = {};
+    }
+};
+
+} // namespace allotheque
