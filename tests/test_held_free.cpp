@@ -306,10 +306,12 @@ namespace {
 // last), else from the vicinity used last, else from the lowest vicinity
 // holding the size; a free pushes and makes its vicinity the last used; a
 // range free of one size pushes each same-vicinity run so that its first
-// chunk ends on top.
+// chunk ends on top. Without `remembers` (match_first) there is no vicinity
+// used last: the hint's, else the lowest.
 struct velox_rule {
     static constexpr std::size_t none = ~std::size_t{0};
     std::map<std::size_t, std::map<std::size_t, std::vector<std::size_t>>> stacks;   // vicinity -> size -> offsets
+    bool remembers = true;
     std::size_t last = none;
     std::uintptr_t base = 0;
     std::size_t vicinity(std::size_t off) const { return (base + off) >> 16; }
@@ -323,7 +325,7 @@ struct velox_rule {
             if (z == c->second.end() || z->second.empty()) return std::nullopt;
             const std::size_t off = z->second.back();
             z->second.pop_back();
-            last = v;
+            if (remembers) last = v;
             return off;
         };
         if (t != none)
@@ -336,14 +338,14 @@ struct velox_rule {
     }
     void deallocate(std::size_t off, std::size_t s) {
         stacks[vicinity(off)][s].push_back(off);
-        last = vicinity(off);
+        if (remembers) last = vicinity(off);
     }
     void deallocate_run(const std::vector<std::size_t>& offs, std::size_t s) {
         for (std::size_t i = 0; i < offs.size();) {
             std::size_t j = i + 1;
             while (j < offs.size() && vicinity(offs[j]) == vicinity(offs[i])) ++j;
             for (std::size_t k = j; k-- > i;) stacks[vicinity(offs[k])][s].push_back(offs[k]);
-            last = vicinity(offs[i]);
+            if (remembers) last = vicinity(offs[i]);
             i = j;
         }
     }
@@ -351,11 +353,12 @@ struct velox_rule {
 
 } // namespace
 
-TEST_CASE("Velox over size classes follows the rule, range frees and drains included", "[held_free]") {
-    using classed = al::velox_classed_partition<>;
+template <class P>
+void follows_rule(bool remembers) {
     for (unsigned seed = 1; seed <= 2; ++seed) {
-        table<classed> a;
+        table<P> a;
         velox_rule m;
+        m.remembers = remembers;
         m.base = reinterpret_cast<std::uintptr_t>(a.mem.base);
         std::mt19937_64 rng(seed);
         const std::vector<std::size_t> sizes = {16, 32, 48, 64, 96, 128, 160, 256, 512};
@@ -367,7 +370,7 @@ TEST_CASE("Velox over size classes follows the rule, range frees and drains incl
         for (std::size_t pg = 0; pg < page_size.size(); ++pg)
             for (std::size_t k = page / page_size[pg]; k-- > 0;) {
                 const std::size_t off = pg * page + k * page_size[pg];
-                classed::deallocate(a.h, a.at(off), page_size[pg]);
+                P::deallocate(a.h, a.at(off), page_size[pg]);
                 m.deallocate(off, page_size[pg]);
                 ++free_chunks;
             }
@@ -395,7 +398,7 @@ TEST_CASE("Velox over size classes follows the rule, range frees and drains incl
                 if (const unsigned h = static_cast<unsigned>(rng() % 4); h == 0 && recent) hint = *recent;
                 else if (h == 1 && !live.empty()) hint = random_live();
                 else if (h == 2) hint = rng() % region;
-                std::byte* p = classed::allocate(a.h, al::request{s, hint ? a.at(*hint) : nullptr});
+                std::byte* p = P::allocate(a.h, al::request{s, hint ? a.at(*hint) : nullptr});
                 const auto want = m.allocate(s, hint);
                 REQUIRE(want.has_value() == (p != nullptr));
                 if (!p) continue;
@@ -410,7 +413,7 @@ TEST_CASE("Velox over size classes follows the rule, range frees and drains incl
             } else if (dice < 90) {
                 const std::size_t off = random_live();
                 forget(off);
-                classed::deallocate(a.h, a.at(off), chunk_size(off));
+                P::deallocate(a.h, a.at(off), chunk_size(off));
                 m.deallocate(off, chunk_size(off));
             } else if (dice < 98) {
                 // A range free of one size, in address order (several vicinities).
@@ -424,25 +427,39 @@ TEST_CASE("Velox over size classes follows the rule, range frees and drains incl
                     forget(off);
                     ps.push_back(a.at(off));
                 }
-                al::deallocate_run_in<classed>(a.h, ps.data(), ps.size(), s);
+                al::deallocate_run_in<P>(a.h, ps.data(), ps.size(), s);
                 m.deallocate_run(offs, s);
             } else {
                 // A sweep: every free chunk out, the table empty, all back in address order.
                 std::vector<std::size_t> drained;
-                classed::drain(a.h, [&](std::byte* p) { drained.push_back(a.offset(p)); });
-                REQUIRE(classed::empty(a.h));
+                P::drain(a.h, [&](std::byte* p) { drained.push_back(a.offset(p)); });
+                REQUIRE(P::empty(a.h));
                 REQUIRE(drained.size() == free_chunks);
                 std::sort(drained.begin(), drained.end());
-                m = velox_rule{{}, velox_rule::none, m.base};
+                m = velox_rule{{}, remembers, velox_rule::none, m.base};
                 for (std::size_t off : drained) {
                     REQUIRE(live.count(off) == 0);
-                    classed::deallocate(a.h, a.at(off), chunk_size(off));
+                    P::deallocate(a.h, a.at(off), chunk_size(off));
                     m.deallocate(off, chunk_size(off));
                 }
             }
         }
-        REQUIRE(classed::empty(a.h) == (free_chunks == 0));
-        classed::clear(a.h);
-        REQUIRE(classed::empty(a.h));
+        REQUIRE(P::empty(a.h) == (free_chunks == 0));
+        P::clear(a.h);
+        REQUIRE(P::empty(a.h));
     }
+}
+
+TEST_CASE("Velox over size classes follows the rule, range frees and drains included", "[held_free]") {
+    follows_rule<al::velox_classed_partition<>>(true);
+}
+
+TEST_CASE("a table of size tables under match_first follows its rule", "[held_free]") {
+    // No class used last: the hint's class, else the lowest holding the size;
+    // a pop or a free leaves the table's last class alone, so a request
+    // without a hint has no class of its own.
+    using inner = al::hash_table<al::size, al::list<void>, al::match_only, al::spaced_classes<16, 128, 4, 65536>>;
+    using first = al::hash_table<al::vicinity<16>, inner, al::match_first, al::sparse_identity>;
+    static_assert(first::sized);
+    follows_rule<first>(false);
 }

@@ -137,16 +137,27 @@ struct hash_table {
         front_entry of[front_slots]{};
         front_entry pairs[pair_slots]{};   // by (class, size); `low` unused
     };
-    // Over a table of sizes (`sized`, below): containers/size_fronts.hpp.
-    static constexpr bool sized_mode = address_attribute<Attr> && directed && requires { requires Nested::indexes_sizes; };
-    using fronts = std::conditional_t<sized_mode, size_fronts<Nested, Pred>, detail::no_size_fronts>;
+    // Over a table of exact sizes (Velox over the segregated heap's classes:
+    // velox_classed_partition), a class's chunks of a size are one index
+    // away: no size node to find, no host chunk to hand out, so none of the
+    // caches above is needed; the search is size_fronts', for the predicates
+    // whose order it keeps (the target's class, the class used last, the
+    // lowest class holding the size). A class, once made, stays (emptying a
+    // size does not empty a class, and a class no longer tells whether it is
+    // empty without a look at every size).
+    static constexpr bool sized = address_attribute<Attr> && directed && requires {
+        requires Nested::indexes_sizes;
+        requires Pred::start == start_at::lookup;
+        requires Pred::fallback == fallback_to::first || Pred::fallback == fallback_to::last_then_first;
+    };
+    using fronts = std::conditional_t<sized, size_fronts<Nested, Pred>, detail::no_size_fronts>;
     struct header_type {
         index_type classes;
         std::size_t last = npos;
         [[no_unique_address]] detail::slot<has_front, front_cache> front{};
         [[no_unique_address]] detail::slot<holds_last_free, held_chunk> held{};
         [[no_unique_address]] detail::slot<directed, directory_type> sizes{};
-        [[no_unique_address]] detail::slot<sized_mode, typename fronts::state> by_size{};
+        [[no_unique_address]] detail::slot<sized, typename fronts::state> by_size{};
     };
 
     static constexpr std::size_t min_chunk = Nested::min_chunk;
@@ -163,16 +174,6 @@ struct hash_table {
     static constexpr bool reads_size = size_attribute<Attr> || Nested::reads_size;
     static constexpr bool reads_address = address_attribute<Attr> || Nested::reads_address;
     static constexpr bool stored_in_chunks = false;
-    // Over a table of exact sizes (Velox over the segregated heap's classes:
-    // velox_classed_partition), a class's chunks of a size are one index
-    // away: no size node to find, no host chunk to hand out, so none of the
-    // caches above is needed; the search is size_fronts'. A class, once
-    // made, stays (emptying a size does not empty a class, and a class no
-    // longer tells whether it is empty without a look at every size).
-    static constexpr bool sized = sized_mode && requires {
-        requires Pred::start == start_at::lookup;
-        requires Pred::fallback == fallback_to::first || Pred::fallback == fallback_to::last_then_first;
-    };
     // This level as such a table of sizes: each class one size, looked up
     // directly, its chunks a plain stack.
     static constexpr bool indexes_sizes = size_attribute<Attr> && size_exact && !walks &&
@@ -338,6 +339,8 @@ public:
     [[gnu::always_inline]] static std::size_t size_class_of(std::size_t n) noexcept
         requires indexes_sizes
     {
+        // Not classify(n).index: classify is not forced inline, and Velox's
+        // aligned malloc then called it (140 -> 148 instructions a pair).
         return classify_size<Hash, Attr>(n).index;
     }
     [[gnu::always_inline]] static chunk_list& chunks(header_type& h, std::size_t k) noexcept
@@ -526,7 +529,7 @@ public:
                 same_class_run(ps, count, [n](std::byte* p) { return class_of(Attr::of_chunk(p, n)); });
             const std::size_t i = class_of(Attr::of_chunk(ps[0], n));
             if constexpr (directed) h.sizes.note(n, i);
-            if constexpr (sized_mode) fronts::lower(h, i, Nested::size_class_of(n));
+            if constexpr (sized) fronts::lower(h, i, Nested::size_class_of(n));
             deallocate_run_in<Nested>(h.classes.obtain(i), ps, k, n);
             if constexpr (predicate_remembers_frees<Pred>) h.last = i;
             ps += k;
@@ -750,7 +753,7 @@ private:
     }
     static void forget_search_state(header_type& h) noexcept {
         h.last = npos;
-        if constexpr (sized_mode) h.by_size = {};
+        if constexpr (sized) h.by_size = {};
         if constexpr (has_front) forget_fronts(h);
         if constexpr (directed) h.sizes.clear();
     }

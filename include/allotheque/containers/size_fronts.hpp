@@ -48,7 +48,8 @@ struct size_fronts {
         const front& f = h.by_size.fronts[k];
         if (f.i != t) return nullptr;
         std::byte* p = Nested::pop_chunk(*f.chunks);
-        if (p) h.last = t;
+        if constexpr (predicate_remembers<Pred>)
+            if (p) h.last = t;
         return p;
     }
     // The search once the front could not serve, with the target, the size's

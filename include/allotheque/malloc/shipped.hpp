@@ -34,7 +34,7 @@ struct kingsley {
 // one-page spans (velox_heap_options says why). Each vicinity a table of the
 // segregated heap's classes (velox_classed_partition): a program's many sizes
 // reuse a few dozen, as with the rounding Medius gets, and a vicinity's
-// chunks of a size are one index away (callgrind, random sizes: 421 -> 264
+// chunks of a size are one index away (callgrind, random sizes: 421 -> 256
 // instructions a malloc + free against the list of exact sizes).
 inline constexpr heap_config velox_malloc_config = [] {
     heap_config c = malloc_config;
