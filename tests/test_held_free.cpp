@@ -301,20 +301,31 @@ TEST_CASE("a free then an allocation of its size gets the chunk back", "[held_fr
 
 namespace {
 
-// The rule itself, kept naively: per (vicinity, size) a stack of free chunks;
-// an allocation pops from the hint's vicinity (no hint: the vicinity used
-// last), else from the vicinity used last, else from the lowest vicinity
-// holding the size; a free pushes and makes its vicinity the last used; a
-// range free of one size pushes each same-vicinity run so that its first
-// chunk ends on top. Without `remembers` (match_first) there is no vicinity
-// used last: the hint's, else the lowest.
+// The rule itself, kept naively: per (class, size) a stack of free chunks;
+// an allocation pops from the hint's class (no hint: the class used last),
+// else from the class used last, else from the lowest class holding the
+// size; a free pushes and makes its class the last used; a range free of one
+// size pushes each same-class run so that its first chunk ends on top.
+// Without `remembers` (match_first) there is no class used last: the hint's,
+// else the lowest. A class is address bits [shift, shift + bits): Velox'
+// vicinities are bits 16 and up, Medius' pages bits [12, 28).
 struct velox_rule {
     static constexpr std::size_t none = ~std::size_t{0};
-    std::map<std::size_t, std::map<std::size_t, std::vector<std::size_t>>> stacks;   // vicinity -> size -> offsets
+    std::map<std::size_t, std::map<std::size_t, std::vector<std::size_t>>> stacks;   // class -> size -> offsets
     bool remembers = true;
     std::size_t last = none;
     std::uintptr_t base = 0;
-    std::size_t vicinity(std::size_t off) const { return (base + off) >> 16; }
+    unsigned shift = 16;
+    unsigned bits = 48;
+    std::size_t vicinity(std::size_t off) const { return ((base + off) >> shift) & ((std::size_t{1} << bits) - 1); }
+    // The chunk a table took instead of `want`, from want's class and stack
+    // (a table that spills keeps a size's chunks of a class in two stacks).
+    void took_instead(std::size_t want, std::size_t got, std::size_t s) {
+        auto& z = stacks[vicinity(want)][s];
+        auto it = std::find(z.begin(), z.end(), got);
+        REQUIRE(it != z.end());
+        *it = want;
+    }
 
     std::optional<std::size_t> allocate(std::size_t s, std::optional<std::size_t> hint) {
         const std::size_t t = hint ? vicinity(*hint) : last;
@@ -353,15 +364,22 @@ struct velox_rule {
 
 } // namespace
 
-template <class P>
+// ExactChunk: the table takes the rule's very chunk; else (a table that
+// spills, whose chunks of a size in a class may lie in two stacks) a chunk of
+// the rule's class.
+template <class P, unsigned Shift = 16, unsigned Bits = 48, bool ExactChunk = true>
 void follows_rule(bool remembers) {
     for (unsigned seed = 1; seed <= 2; ++seed) {
         table<P> a;
         velox_rule m;
         m.remembers = remembers;
         m.base = reinterpret_cast<std::uintptr_t>(a.mem.base);
+        m.shift = Shift;
+        m.bits = Bits;
         std::mt19937_64 rng(seed);
-        const std::vector<std::size_t> sizes = {16, 32, 48, 64, 96, 128, 160, 256, 512};
+        // A chunk must hold a class node (a heap rounds sizes up to min_chunk).
+        std::vector<std::size_t> sizes = {16, 32, 48, 64, 96, 128, 160, 256, 512};
+        std::erase_if(sizes, [](std::size_t z) { return z < P::min_chunk; });
         std::vector<std::size_t> page_size(region / page);
         for (auto& s : page_size) s = sizes[rng() % sizes.size()];
         auto chunk_size = [&](std::size_t off) { return page_size[off / page]; };
@@ -399,9 +417,14 @@ void follows_rule(bool remembers) {
                 else if (h == 1 && !live.empty()) hint = random_live();
                 else if (h == 2) hint = rng() % region;
                 std::byte* p = P::allocate(a.h, al::request{s, hint ? a.at(*hint) : nullptr});
-                const auto want = m.allocate(s, hint);
+                auto want = m.allocate(s, hint);
                 REQUIRE(want.has_value() == (p != nullptr));
                 if (!p) continue;
+                if (!ExactChunk && a.offset(p) != *want) {
+                    REQUIRE(m.vicinity(a.offset(p)) == m.vicinity(*want));
+                    m.took_instead(*want, a.offset(p), s);
+                    *want = a.offset(p);
+                }
                 REQUIRE(a.offset(p) == *want);
                 REQUIRE(chunk_size(*want) == s);
                 REQUIRE(live.count(*want) == 0);
@@ -436,7 +459,7 @@ void follows_rule(bool remembers) {
                 REQUIRE(P::empty(a.h));
                 REQUIRE(drained.size() == free_chunks);
                 std::sort(drained.begin(), drained.end());
-                m = velox_rule{{}, remembers, velox_rule::none, m.base};
+                m = velox_rule{{}, remembers, velox_rule::none, m.base, Shift, Bits};
                 for (std::size_t off : drained) {
                     REQUIRE(live.count(off) == 0);
                     P::deallocate(a.h, a.at(off), chunk_size(off));
@@ -462,4 +485,52 @@ TEST_CASE("a table of size tables under match_first follows its rule", "[held_fr
     using first = al::hash_table<al::vicinity<16>, inner, al::match_first, al::sparse_identity>;
     static_assert(first::sized);
     follows_rule<first>(false);
+}
+
+TEST_CASE("Medius over size classes follows the rule, range frees and drains included", "[held_free]") {
+    // A page's sizes in two ways; a page holds one size here, so nothing spills.
+    using medius = al::medius_classed_partition<>;
+    static_assert(medius::sized && !medius::holds_last_free);
+    follows_rule<medius, 12, 16>(true);
+}
+
+TEST_CASE("a table of ways follows the rule when its classes hold more sizes than ways", "[held_free]") {
+    // 16 KiB classes over pages of random sizes: up to four sizes a class,
+    // so one or two ways are claimed from size to size and sizes spill into
+    // the class's list. The chunk a request gets is then of the rule's
+    // class, not always its very chunk.
+    using two = al::medius_classed_partition<14, 14, 2>;
+    using one = al::medius_classed_partition<14, 14, 1>;
+    follows_rule<two, 14, 14, false>(true);
+    follows_rule<one, 14, 14, false>(true);
+}
+
+TEST_CASE("a class's sizes beyond its ways spill into its list and come back", "[held_free]") {
+    // One 16 KiB class, four pages of four sizes, two ways: two sizes get
+    // stacks, two spill; every chunk comes back, each of its size, and an
+    // emptied way goes to the next size freed into the class.
+    using two = al::medius_classed_partition<14, 14, 2>;
+    using ways = al::size_ways<al::spaced_classes<16, 128, 4, 65536>, 2>;
+    table<two> t;
+    const std::size_t sizes[] = {32, 64, 128, 256};
+    std::size_t count = 0;
+    for (std::size_t pg = 0; pg < 4; ++pg)
+        for (std::size_t k = 0; k < page / sizes[pg]; ++k, ++count) two::deallocate(t.h, t.at(pg * page + k * sizes[pg]), sizes[pg]);
+    auto& cls = *t.h.classes.find(0);
+    REQUIRE_FALSE(ways::spill::empty(cls.spilled));
+    REQUIRE(ways::find_chunks(cls, ways::size_class_of(32)) != nullptr);
+    REQUIRE(ways::find_chunks(cls, ways::size_class_of(256)) == nullptr);
+    std::set<std::byte*> seen;
+    for (std::size_t pg = 0; pg < 4; ++pg)
+        while (std::byte* p = two::allocate(t.h, al::request{sizes[pg], t.at(0)})) {
+            REQUIRE(static_cast<std::size_t>(p - t.at(pg * page)) < page);
+            REQUIRE(static_cast<std::size_t>(p - t.at(pg * page)) % sizes[pg] == 0);
+            REQUIRE(seen.insert(p).second);
+        }
+    REQUIRE(seen.size() == count);
+    REQUIRE(two::empty(t.h));
+    // Both ways are empty now: a free of a spilled size claims one.
+    two::deallocate(t.h, t.at(3 * page), 256);
+    REQUIRE(ways::find_chunks(cls, ways::size_class_of(256)) != nullptr);
+    REQUIRE(two::allocate(t.h, al::request{256, nullptr}) == t.at(3 * page));
 }

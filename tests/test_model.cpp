@@ -232,6 +232,9 @@ TEST_CASE("model: Velox over size classes", "[model]") {
     run_model<al::heap<al::velox_classed_partition<>, tracking_source, al::velox_heap_options>>("velox classed", 109);
 }
 TEST_CASE("model: medius_heap", "[model]") { run_model<al::medius_heap<tracking_source>>("medius", 104); }
+TEST_CASE("model: Medius over size classes", "[model]") {
+    run_model<al::heap<al::medius_classed_partition<>, tracking_source, al::medius_heap_options>>("medius classed", 110);
+}
 TEST_CASE("model: defero_heap", "[model]") { run_model<al::defero_heap<tracking_source>>("defero", 105); }
 // Non-default parameters (a quarter of the operations each): smaller
 // vicinities, aliasing SK-bit classes, larger vicinities and refill spans.
@@ -240,6 +243,12 @@ TEST_CASE("model: velox_heap with 4 KiB vicinities", "[model]") {
 }
 TEST_CASE("model: medius_heap with S=6, K=10", "[model]") {
     run_model<al::medius_heap<tracking_source, al::heap_options<>, 6, 10>>("medius<6,10>", 107, 4);
+}
+// 64-byte classes aliasing every 64 KiB: a class holds many sizes, which
+// claim its two ways in turn and spill into its list.
+TEST_CASE("model: Medius over size classes with S=6, K=10", "[model]") {
+    run_model<al::heap<al::medius_classed_partition<6, 10>, tracking_source, al::medius_heap_options>>(
+        "medius classed<6,10>", 111, 4);
 }
 TEST_CASE("model: defero_heap with 64 KiB vicinities and 16 KiB refills", "[model]") {
     run_model<al::defero_heap<tracking_source, al::heap_options<16384>, 16>>("defero<16>", 108, 4);

@@ -26,6 +26,7 @@
 #include <allotheque/containers/class_index.hpp>
 #include <allotheque/containers/size_directory.hpp>
 #include <allotheque/containers/size_fronts.hpp>
+#include <allotheque/containers/size_ways.hpp>
 #include <allotheque/containers/walk_memo.hpp>
 #include <allotheque/containers/rb_tree.hpp>
 #include <allotheque/containers/hash_table.hpp>

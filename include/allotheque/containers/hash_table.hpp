@@ -343,10 +343,21 @@ public:
         // aligned malloc then called it (140 -> 148 instructions a pair).
         return classify_size<Hash, Attr>(n).index;
     }
-    [[gnu::always_inline]] static chunk_list& chunks(header_type& h, std::size_t k) noexcept
+    // Every size has its stack here (size_ways' interface, where a size may
+    // have none).
+    [[gnu::always_inline]] static chunk_list* find_chunks(header_type& h, std::size_t k) noexcept
         requires indexes_sizes
     {
-        return *h.classes.find(k);
+        return h.classes.find(k);
+    }
+    struct claim {
+        chunk_list* chunks;
+        std::size_t evicted;
+    };
+    [[gnu::always_inline]] static claim claim_chunks(header_type& h, std::size_t k) noexcept
+        requires indexes_sizes
+    {
+        return {h.classes.find(k), npos};
     }
     [[gnu::always_inline]] static bool holds_chunks(const chunk_list& l) noexcept
         requires indexes_sizes
@@ -529,7 +540,7 @@ public:
                 same_class_run(ps, count, [n](std::byte* p) { return class_of(Attr::of_chunk(p, n)); });
             const std::size_t i = class_of(Attr::of_chunk(ps[0], n));
             if constexpr (directed) h.sizes.note(n, i);
-            if constexpr (sized) fronts::lower(h, i, Nested::size_class_of(n));
+            if constexpr (sized) fronts::freed_run(h, i, Nested::size_class_of(n));
             deallocate_run_in<Nested>(h.classes.obtain(i), ps, k, n);
             if constexpr (predicate_remembers_frees<Pred>) h.last = i;
             ps += k;

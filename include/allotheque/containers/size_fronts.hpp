@@ -18,6 +18,11 @@
 // cleared (lacks) only when its stack is found empty, which drops a front
 // naming it. `H` is the table's header: classes, sizes (the directory), last,
 // and `by_size`, a `state`.
+//
+// A nested table that `spills` (size_ways) may keep a size without a stack of
+// its own, in a list it searches after the stack; a stack it hands to another
+// size (claim_chunks' `evicted`) drops the front naming it, and a class's bit
+// goes only when both are empty. Over a direct table all of it compiles out.
 #pragma once
 #include <cstddef>
 
@@ -29,6 +34,7 @@ namespace allotheque {
 template <class Nested, class Pred>
 struct size_fronts {
     static constexpr std::size_t npos = detail::npos;
+    static constexpr bool spills = requires { requires Nested::spills; };
     using chunk_list = typename Nested::chunk_list;
     struct front {
         std::size_t i = npos - 1;   // not npos, which a request with no target class carries
@@ -57,23 +63,24 @@ struct size_fronts {
     // Velox's malloc 7 instructions a miss).
     template <class H>
     [[gnu::noinline]] static std::byte* search(H& h, std::size_t t, std::size_t k, std::size_t n) noexcept {
-        // Where the front names the target, pop_front found it empty.
-        if (h.by_size.fronts[k].i != t)
-            if (std::byte* p = take_at(h, t, k)) return p;
+        // Where the front names the target, pop_front found its stack
+        // empty (the class may still hold the size in its list).
+        if (spills || h.by_size.fronts[k].i != t)
+            if (std::byte* p = take_at(h, t, k, n)) return p;
         std::size_t last = npos;
         if constexpr (Pred::fallback == fallback_to::last_then_first) {
             last = h.last;
             if (last != t)
-                if (std::byte* p = take_at(h, last, k)) return p;
+                if (std::byte* p = take_at(h, last, k, n)) return p;
         }
         std::size_t& low = h.by_size.low[k];
         if (low == npos) return nullptr;   // no class holds the size
         if (low != t && low != last)
-            if (std::byte* p = take_at(h, low, k)) return p;
+            if (std::byte* p = take_at(h, low, k, n)) return p;
         if (!h.sizes.vouches(n)) [[unlikely]] {
             for (std::size_t i = h.classes.next(low); i != npos; i = h.classes.next(i))
                 if (i != t && i != last)
-                    if (std::byte* p = take_at(h, i, k)) return low = i, p;
+                    if (std::byte* p = take_at(h, i, k, n)) return low = i, p;
             low = npos;
             h.by_size.fronts[k] = {};   // no class holds the size: whatever it names is empty
             return nullptr;
@@ -81,7 +88,7 @@ struct size_fronts {
         lacks(h, n, k, low);
         for (std::size_t i = h.sizes.next(n, low + 1); i != npos; i = h.sizes.next(n, i + 1)) {
             if (i != t && i != last)
-                if (std::byte* p = take_at(h, i, k)) return low = i, p;
+                if (std::byte* p = take_at(h, i, k, n)) return low = i, p;
             lacks(h, n, k, i);
         }
         low = npos;
@@ -101,41 +108,62 @@ struct size_fronts {
         put_missed(h, p, n, i, k);
     }
     // Chunks of size class k went into class i other than by put (a range
-    // free): the bound may come down to it.
+    // free): the bound may come down to it, and where the nested table
+    // spills, one of i's stacks may have gone to k.
+    template <class H>
+    static void freed_run(H& h, std::size_t i, std::size_t k) noexcept {
+        lower(h, i, k);
+        if constexpr (spills)
+            for (front& f : h.by_size.fronts)
+                if (f.i == i) f = {};
+    }
+
+private:
     template <class H>
     static void lower(H& h, std::size_t i, std::size_t k) noexcept {
         if (std::size_t& low = h.by_size.low[k]; i < low) low = i;
     }
-
-private:
     template <class H>
     [[gnu::noinline]] static void put_missed(H& h, std::byte* p, std::size_t n, std::size_t i,
                                              std::size_t k) noexcept {
         auto* c = h.classes.find(i);
         if (!c) [[unlikely]] c = &h.classes.obtain(i);
-        chunk_list& l = Nested::chunks(*c, k);
+        const auto [l, evicted] = Nested::claim_chunks(*c, k);
+        if constexpr (spills) {
+            if (evicted != npos && h.by_size.fronts[evicted].chunks == l) h.by_size.fronts[evicted] = {};
+            if (!l) [[unlikely]] {
+                Nested::put_spilled(*c, p, n);
+                h.sizes.note(n, i);
+                lower(h, i, k);
+                if constexpr (predicate_remembers_frees<Pred>) h.last = i;
+                return;
+            }
+        }
         // Chunks of the size there already: its directory bit is set and the
         // bound is at or below i.
-        const bool had = Nested::holds_chunks(l);
-        Nested::push_chunk(l, p, n);
+        const bool had = Nested::holds_chunks(*l);
+        Nested::push_chunk(*l, p, n);
         if (!had) {
             h.sizes.note(n, i);
             lower(h, i, k);
         }
-        h.by_size.fronts[k] = {i, &l};
+        h.by_size.fronts[k] = {i, l};
         if constexpr (predicate_remembers_frees<Pred>) h.last = i;
     }
     // A pop from class i's stack of size class k (i may be npos: no class);
-    // it becomes the size's front.
+    // it becomes the size's front. Else, where the nested table spills, a
+    // chunk of size n from its list.
     template <class H>
-    [[gnu::always_inline]] static std::byte* take_at(H& h, std::size_t i, std::size_t k) noexcept {
+    [[gnu::always_inline]] static std::byte* take_at(H& h, std::size_t i, std::size_t k, std::size_t n) noexcept {
         if (i == npos) return nullptr;
         auto* c = h.classes.find(i);
         if (!c) return nullptr;
-        chunk_list& l = Nested::chunks(*c, k);
-        std::byte* p = Nested::pop_chunk(l);
+        std::byte* p = nullptr;
+        if (chunk_list* l = Nested::find_chunks(*c, k))
+            if ((p = Nested::pop_chunk(*l))) h.by_size.fronts[k] = {i, l};
+        if constexpr (spills)
+            if (!p) p = Nested::take_spilled(*c, n);
         if (!p) return nullptr;
-        h.by_size.fronts[k] = {i, &l};
         if constexpr (predicate_remembers<Pred>) h.last = i;
         return p;
     }
