@@ -16,6 +16,8 @@
 #include "tracking_source.hpp"
 
 #include <allotheque/allotheque.hpp>
+#include <allotheque/malloc/declaration.hpp>
+#include <allotheque/malloc/malloc_heap.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -362,4 +364,23 @@ TEST_CASE("request_with: built from a request and values, or by with(...)", "[re
     void* q = blocks.allocate(b);
     CHECK(blocks.usable_size(q) >= 40u);
     blocks.deallocate(q);
+}
+
+TEST_CASE("segregated_rounding: small requests to the segregated classes, large ones exact", "[malloc][declaration]") {
+    // A declaration over a heap of exact sizes (Medius's list of sizes):
+    // a program's many sizes become a few dozen, each reused by every
+    // request that rounds to it; a large block is a span of its own.
+    struct d : al::segregated_rounding<al::medius_heap<al::arena_source, al::malloc_options>> {};
+    using H = d::heap;
+    static_assert(std::is_same_v<H, al::medius_heap<al::arena_source, al::malloc_options>>);
+    for (std::size_t n : {std::size_t{1}, std::size_t{17}, std::size_t{100}, std::size_t{129}, std::size_t{1000},
+                          std::size_t{4097}, H::options::large_threshold}) {
+        const std::size_t r = al::malloc_request_size<d>(n);
+        REQUIRE(r == al::segregated_partition<>::round_size(n));
+        REQUIRE(r >= n);
+        REQUIRE(r - n <= std::max<std::size_t>(15, r / 4));
+    }
+    STATIC_REQUIRE(al::malloc_request_size<d>(100) == 112);
+    STATIC_REQUIRE(al::malloc_request_size<d>(H::options::large_threshold + 1) == H::options::large_threshold + 1);
+    STATIC_REQUIRE(al::malloc_request_size<d>(std::size_t{1} << 40) == std::size_t{1} << 40);
 }

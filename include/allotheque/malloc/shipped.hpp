@@ -46,8 +46,10 @@ struct velox {
     static constexpr const char* name = "velox";
 };
 
-// The same on page classes.
-struct medius : segregated_rounding<medius_heap<arena_source, malloc_options>> {
+// The same on page classes, each page's classes in two tagged ways
+// (medius_classed_partition).
+struct medius {
+    using heap = allotheque::heap<medius_classed_partition<>, arena_source, malloc_options>;
     static constexpr const char* name = "medius";
 };
 
