@@ -104,6 +104,8 @@ using fuzz_source = allotheque::counting_source<ledger_source<allotheque::mmap_s
     X(quickfit, allotheque::quickfit_heap<fuzz_source>) \
     X(velox, allotheque::velox_heap<fuzz_source>)       \
     X(medius, allotheque::medius_heap<fuzz_source>)     \
+    X(velox_classed, allotheque::heap<allotheque::velox_classed_partition<>, fuzz_source, allotheque::velox_heap_options>) \
+    X(medius_classed, allotheque::heap<allotheque::medius_classed_partition<>, fuzz_source, allotheque::medius_heap_options>) \
     X(defero, allotheque::defero_heap<fuzz_source>)     \
     X(lea, allotheque::lea_heap<fuzz_source>)           \
     X(lea_deferred, allotheque::lea_deferred_heap<fuzz_source>) \
