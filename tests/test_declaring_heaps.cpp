@@ -18,6 +18,7 @@
 #include <allotheque/allotheque.hpp>
 #include <allotheque/malloc/declaration.hpp>
 #include <allotheque/malloc/malloc_heap.hpp>
+#include <allotheque/malloc/shipped.hpp>
 
 #include <algorithm>
 #include <cstddef>
@@ -383,4 +384,24 @@ TEST_CASE("segregated_rounding: small requests to the segregated classes, large 
     STATIC_REQUIRE(al::malloc_request_size<d>(100) == 112);
     STATIC_REQUIRE(al::malloc_request_size<d>(H::options::large_threshold + 1) == H::options::large_threshold + 1);
     STATIC_REQUIRE(al::malloc_request_size<d>(std::size_t{1} << 40) == std::size_t{1} << 40);
+}
+
+namespace {
+struct hinted_decl {
+    using heap = al::velox_heap<al::arena_source, al::malloc_options>;
+    static constexpr const char* name = "hinted";
+};
+struct unhinted_decl : hinted_decl {
+    static constexpr bool hint_previous_allocation = false;
+};
+} // namespace
+
+TEST_CASE("hint_previous_allocation: the Velox and Medius libraries pass no hint", "[malloc][declaration]") {
+    namespace d = al::malloc_declarations;
+    STATIC_REQUIRE(al::malloc_hints_previous<d::segregated>);   // not locality-aware: the flag has no effect
+    STATIC_REQUIRE_FALSE(al::malloc_hints_previous<d::velox>);
+    STATIC_REQUIRE_FALSE(al::malloc_hints_previous<d::medius>);
+    STATIC_REQUIRE(al::malloc_declaration<hinted_decl> && al::malloc_declaration<unhinted_decl>);
+    STATIC_REQUIRE(al::malloc_hints_previous<hinted_decl>);
+    STATIC_REQUIRE_FALSE(al::malloc_hints_previous<unhinted_decl>);
 }

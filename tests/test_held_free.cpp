@@ -111,7 +111,10 @@ struct table {
 // where a list of sizes makes the first chunk into an empty class the class's
 // host, handed out last: single frees place alike (a stack's bottom is its
 // first push), a range free into a class without the size does not.
-template <class Held, class Linked, bool ExactOrder = true>
+// NullHints: some requests carry no hint. A table of sizes (under
+// match_last_first) sends those to the class their size used last, the list
+// of sizes to the class used last: they are compared on hinted requests.
+template <class Held, class Linked, bool ExactOrder = true, bool NullHints = true>
 void same_placement(unsigned seed, std::size_t ops) {
     table<Held> a;
     table<Linked> b;
@@ -178,7 +181,7 @@ void same_placement(unsigned seed, std::size_t ops) {
             // allocating one size), which the front serves.
             const bool run = recent.has_value() && live.count(*recent) && rng() % 3 == 0;
             const std::size_t s = run ? chunk_size(*recent) : sizes[rng() % sizes.size()];
-            const bool hinted = run || rng() % 10 < 7;
+            const bool hinted = !NullHints || run || rng() % 10 < 7;
             // Hints near live blocks mostly (what "near the previous one" gives),
             // and a quarter of the others at the block allocated before, of
             // another size (what a malloc's hint is under mixed sizes: on
@@ -269,7 +272,7 @@ TEST_CASE("Velox over size classes places as the list of sizes does", "[held_fre
     // holding the size) over a table of each class's sizes, with its front
     // and its per-size bound, against the plain linked list of sizes.
     using classed = al::velox_classed_partition<>;
-    for (unsigned seed = 1; seed <= 4; ++seed) same_placement<classed, velox_linked, false>(seed, 20000);
+    for (unsigned seed = 1; seed <= 4; ++seed) same_placement<classed, velox_linked, false, false>(seed, 20000);
 }
 
 TEST_CASE("Medius's table places as if it linked every free", "[held_free]") {
@@ -302,9 +305,10 @@ TEST_CASE("a free then an allocation of its size gets the chunk back", "[held_fr
 namespace {
 
 // The rule itself, kept naively: per (class, size) a stack of free chunks;
-// an allocation pops from the hint's class (no hint: the class used last),
-// else from the class used last, else from the lowest class holding the
-// size; a free pushes and makes its class the last used; a range free of one
+// an allocation pops from the hint's class (no hint: the class its size was
+// last taken from or freed into, else the class used last), else from the
+// class used last, else from the lowest class holding the size (an
+// allocation that finds nothing forgets where its size was); a free pushes and makes its class the last used; a range free of one
 // size pushes each same-class run so that its first chunk ends on top.
 // Without `remembers` (match_first) there is no class used last: the hint's,
 // else the lowest. A class is address bits [shift, shift + bits): Velox'
@@ -314,6 +318,7 @@ struct velox_rule {
     std::map<std::size_t, std::map<std::size_t, std::vector<std::size_t>>> stacks;   // class -> size -> offsets
     bool remembers = true;
     std::size_t last = none;
+    std::map<std::size_t, std::size_t> size_last;   // size -> the class it was last taken from or freed into
     std::uintptr_t base = 0;
     unsigned shift = 16;
     unsigned bits = 48;
@@ -328,7 +333,16 @@ struct velox_rule {
     }
 
     std::optional<std::size_t> allocate(std::size_t s, std::optional<std::size_t> hint) {
-        const std::size_t t = hint ? vicinity(*hint) : last;
+        const auto remembered = size_last.find(s);
+        const std::size_t t = hint                                          ? vicinity(*hint)
+                              : remembers && remembered != size_last.end() ? remembered->second
+                                                                            : last;
+        auto taken = allocate_from(s, t);
+        if (taken) size_last[s] = vicinity(*taken);
+        else size_last.erase(s);
+        return taken;
+    }
+    std::optional<std::size_t> allocate_from(std::size_t s, std::size_t t) {
         auto pop = [&](std::size_t v) -> std::optional<std::size_t> {
             auto c = stacks.find(v);
             if (c == stacks.end()) return std::nullopt;
@@ -349,6 +363,7 @@ struct velox_rule {
     }
     void deallocate(std::size_t off, std::size_t s) {
         stacks[vicinity(off)][s].push_back(off);
+        size_last[s] = vicinity(off);
         if (remembers) last = vicinity(off);
     }
     void deallocate_run(const std::vector<std::size_t>& offs, std::size_t s) {
@@ -367,7 +382,10 @@ struct velox_rule {
 // ExactChunk: the table takes the rule's very chunk; else (a table that
 // spills, whose chunks of a size in a class may lie in two stacks) a chunk of
 // the rule's class.
-template <class P, unsigned Shift = 16, unsigned Bits = 48, bool ExactChunk = true>
+// NullHints: some requests carry no hint. A table that spills forgets where
+// a size was when one of its stacks goes to another size, which the model
+// does not follow: those tables get hints only.
+template <class P, unsigned Shift = 16, unsigned Bits = 48, bool ExactChunk = true, bool NullHints = true>
 void follows_rule(bool remembers) {
     for (unsigned seed = 1; seed <= 2; ++seed) {
         table<P> a;
@@ -415,7 +433,7 @@ void follows_rule(bool remembers) {
                 std::optional<std::size_t> hint;
                 if (const unsigned h = static_cast<unsigned>(rng() % 4); h == 0 && recent) hint = *recent;
                 else if (h == 1 && !live.empty()) hint = random_live();
-                else if (h == 2) hint = rng() % region;
+                else if (h == 2 || !NullHints) hint = rng() % region;
                 std::byte* p = P::allocate(a.h, al::request{s, hint ? a.at(*hint) : nullptr});
                 auto want = m.allocate(s, hint);
                 REQUIRE(want.has_value() == (p != nullptr));
@@ -459,7 +477,7 @@ void follows_rule(bool remembers) {
                 REQUIRE(P::empty(a.h));
                 REQUIRE(drained.size() == free_chunks);
                 std::sort(drained.begin(), drained.end());
-                m = velox_rule{{}, remembers, velox_rule::none, m.base, Shift, Bits};
+                m = velox_rule{{}, remembers, velox_rule::none, {}, m.base, Shift, Bits};
                 for (std::size_t off : drained) {
                     REQUIRE(live.count(off) == 0);
                     P::deallocate(a.h, a.at(off), chunk_size(off));
@@ -501,8 +519,8 @@ TEST_CASE("a table of ways follows the rule when its classes hold more sizes tha
     // class, not always its very chunk.
     using two = al::medius_classed_partition<14, 14, 2>;
     using one = al::medius_classed_partition<14, 14, 1>;
-    follows_rule<two, 14, 14, false>(true);
-    follows_rule<one, 14, 14, false>(true);
+    follows_rule<two, 14, 14, false, false>(true);
+    follows_rule<one, 14, 14, false, false>(true);
 }
 
 TEST_CASE("a class's sizes beyond its ways spill into its list and come back", "[held_free]") {
@@ -533,4 +551,35 @@ TEST_CASE("a class's sizes beyond its ways spill into its list and come back", "
     two::deallocate(t.h, t.at(3 * page), 256);
     REQUIRE(ways::find_chunks(cls, ways::size_class_of(256)) != nullptr);
     REQUIRE(two::allocate(t.h, al::request{256, nullptr}) == t.at(3 * page));
+}
+
+TEST_CASE("a request without a hint goes where its size was last taken from or freed into", "[held_free]") {
+    // Three vicinities of 32-byte chunks; the size was last taken from the
+    // middle one, and a free of another size made the highest the class
+    // used last. An unhinted request of 32 bytes takes the middle one's,
+    // then, after a free of 32 bytes into the lowest, the lowest's; an
+    // explicit hint still wins.
+    using P = al::velox_classed_partition<>;
+    table<P> t;
+    constexpr std::size_t v = std::size_t{1} << 16;
+    for (std::size_t c = 0; c < 3; ++c)
+        for (std::size_t k = 0; k < 8; ++k) P::deallocate(t.h, t.at(c * v + k * 32), 32);
+    std::byte* mid = P::allocate(t.h, al::request{32, t.at(v)});
+    REQUIRE(t.offset(mid) / v == 1);
+    P::deallocate(t.h, t.at(2 * v + 4096), 64);   // the highest is now the class used last
+    REQUIRE(t.offset(P::allocate(t.h, al::request{32, nullptr})) / v == 1);
+    std::byte* low = P::allocate(t.h, al::request{32, t.at(0)});
+    REQUIRE(t.offset(low) / v == 0);
+    REQUIRE(t.offset(P::allocate(t.h, al::request{32, nullptr})) / v == 0);
+    P::deallocate(t.h, mid, 32);
+    REQUIRE(P::allocate(t.h, al::request{32, nullptr}) == mid);
+    REQUIRE(t.offset(P::allocate(t.h, al::request{32, t.at(2 * v)})) / v == 2);
+    // Under match_first nothing is remembered: no hint, the lowest class.
+    using inner = al::hash_table<al::size, al::list<void>, al::match_only, al::spaced_classes<16, 128, 4, 65536>>;
+    using first = al::hash_table<al::vicinity<16>, inner, al::match_first, al::sparse_identity>;
+    table<first> f;
+    for (std::size_t c = 0; c < 2; ++c) first::deallocate(f.h, f.at(c * v), 32);
+    first::allocate(f.h, al::request{32, f.at(v)});
+    first::deallocate(f.h, f.at(v), 32);
+    REQUIRE(first::allocate(f.h, al::request{32, nullptr}) == f.at(0));
 }

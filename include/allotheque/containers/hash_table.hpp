@@ -305,8 +305,8 @@ struct hash_table {
     [[gnu::always_inline]] static std::byte* allocate(header_type& h, const R& r) noexcept
         requires sized
     {
-        const std::size_t t = target_class(h, r);
         const std::size_t k = size_class_of_request(r);
+        const std::size_t t = sized_target(h, r, k);
         if (std::byte* p = fronts::pop_front(h, t, k)) [[likely]] return p;
         return fronts::search(h, t, k, r.size);
     }
@@ -314,16 +314,30 @@ struct hash_table {
     [[gnu::always_inline]] static std::byte* allocate_cached(header_type& h, const R& r) noexcept
         requires sized
     {
-        return fronts::pop_front(h, target_class(h, r), size_class_of_request(r));
+        const std::size_t k = size_class_of_request(r);
+        return fronts::pop_front(h, sized_target(h, r, k), k);
     }
     template <request_like R>
     static std::byte* allocate_uncached(header_type& h, const R& r) noexcept
         requires sized
     {
-        return fronts::search(h, target_class(h, r), size_class_of_request(r), r.size);
+        const std::size_t k = size_class_of_request(r);
+        return fronts::search(h, sized_target(h, r, k), k, r.size);
     }
 
 private:
+    // A request without a hint, under a predicate that remembers, targets
+    // the class its size was last taken from or freed into (the size's
+    // front), else the class used last: the chunk a free of the size just
+    // put back, still in cache, comes first.
+    template <request_like R>
+    [[gnu::always_inline]] static std::size_t sized_target(const header_type& h, const R& r, std::size_t k) noexcept
+        requires sized
+    {
+        if constexpr (predicate_remembers<Pred>)
+            if (!r.hint) return fronts::remembered(h, k);
+        return target_class(h, r);
+    }
     template <request_like R>
     [[gnu::always_inline]] static std::size_t size_class_of_request(const R& r) noexcept
         requires sized

@@ -3,21 +3,28 @@
 // classes: velox_classed_partition). A class's chunks of a size are one index
 // away there, so what the table keeps beside its classes is, per size class k:
 //
-//   front[k]  the class a run of the size used last and that class's stack of
-//             the size: an allocation whose target is that class, and a free
-//             into it, is a compare and a pop or push;
+//   front[k]  the class the size was last taken from or freed into and that
+//             class's stack of the size: an allocation whose target is that
+//             class, and a free into it, is a compare and a pop or push;
 //   low[k]    a bound: no class below it holds the size (npos: none does).
 //             Frees lower it; the walk for "the lowest class holding the
 //             size" starts there and usually pops at once.
 //
 // The rule is the table's predicate's (match_last_first: the target's class,
 // else the class used last, else the lowest class holding the size; match_first
-// without the middle step). Invariants the fast paths rely on: a class whose
-// stack of k is not empty has its directory bit for k and is at or above
-// low[k]; a front names such a class or an emptied stack, and a class's bit is
-// cleared (lacks) only when its stack is found empty, which drops a front
-// naming it. `H` is the table's header: classes, sizes (the directory), last,
-// and `by_size`, a `state`.
+// without the middle step). Under match_last_first a request without a hint
+// targets its size's front, else the class used last: per size, the class
+// used last (a malloc without hints then reuses the chunk a free of the size
+// just put back, as a LIFO heap does, where the class of the previous
+// allocation, of another size, rarely holds the size). An allocation that
+// finds nothing drops the size's front.
+//
+// Invariants the fast paths rely on: a class whose stack of k is not empty
+// has its directory bit for k and is at or above low[k]; a front names such a
+// class or an emptied stack, and a class's bit is cleared (lacks) only when
+// its stack is found empty, which drops a front naming it. `H` is the
+// table's header: classes, sizes (the directory), last, and `by_size`, a
+// `state`.
 //
 // A nested table that `spills` (size_ways) may keep a size without a stack of
 // its own, in a list it searches after the stack; a stack it hands to another
@@ -48,6 +55,13 @@ struct size_fronts {
         }
     };
 
+    // The class size class k was last taken from or freed into, else the
+    // class used last (the target of a request without a hint).
+    template <class H>
+    [[gnu::always_inline]] static std::size_t remembered(const H& h, std::size_t k) noexcept {
+        const std::size_t i = h.by_size.fronts[k].i;
+        return i != front{}.i ? i : h.last;
+    }
     // A pop from the chunks the size's front names, when they are the target's.
     template <class H>
     [[gnu::always_inline]] static std::byte* pop_front(H& h, std::size_t t, std::size_t k) noexcept {
@@ -74,7 +88,10 @@ struct size_fronts {
                 if (std::byte* p = take_at(h, last, k, n)) return p;
         }
         std::size_t& low = h.by_size.low[k];
-        if (low == npos) return nullptr;   // no class holds the size
+        if (low == npos) {   // no class holds the size
+            h.by_size.fronts[k] = {};
+            return nullptr;
+        }
         if (low != t && low != last)
             if (std::byte* p = take_at(h, low, k, n)) return p;
         if (!h.sizes.vouches(n)) [[unlikely]] {
@@ -109,13 +126,17 @@ struct size_fronts {
     }
     // Chunks of size class k went into class i other than by put (a range
     // free): the bound may come down to it, and where the nested table
-    // spills, one of i's stacks may have gone to k.
+    // spills, one of i's stacks may have gone to k: a front naming a stack
+    // that is no longer its size's goes (the others stay, so that a request
+    // without a hint still finds where its size was).
     template <class H>
     static void freed_run(H& h, std::size_t i, std::size_t k) noexcept {
         lower(h, i, k);
-        if constexpr (spills)
-            for (front& f : h.by_size.fronts)
-                if (f.i == i) f = {};
+        if constexpr (spills) {
+            auto* c = h.classes.find(i);
+            for (std::size_t z = 0; z < Nested::size_classes; ++z)
+                if (front& f = h.by_size.fronts[z]; f.i == i && (!c || Nested::find_chunks(*c, z) != f.chunks)) f = {};
+        }
     }
 
 private:

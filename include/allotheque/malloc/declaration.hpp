@@ -7,6 +7,7 @@
 //       static constexpr const char* name = "mine";
 //       // optional: static constexpr std::size_t request_size(std::size_t n) noexcept;
 //       // optional: static constexpr bool count_remote_frees = true;
+//       // optional: static constexpr bool hint_previous_allocation = false;
 //   };
 //   ALLOTHEQUE_DEFINE_MALLOC(my_malloc);   // allotheque/malloc.hpp
 #pragma once
@@ -36,6 +37,16 @@ concept malloc_declaration = malloc_declaration_shape<D> && malloc_heap<typename
 // cross-thread free.
 template <class D>
 inline constexpr bool malloc_counts_remote_frees = requires { requires D::count_remote_frees; };
+
+// Whether a locality-aware heap gets the thread's previous allocation as the
+// hint of each malloc (the default) or no hint (`hint_previous_allocation =
+// false`), which leaves the place to its partition's rule for requests
+// without one. The Velox and Medius libraries take none: their tables of
+// size classes then target the class the size was last taken from or freed
+// into (size_fronts), where the previous allocation's class, of another size,
+// rarely held the size.
+template <class D>
+inline constexpr bool malloc_hints_previous = !requires { requires !D::hint_previous_allocation; };
 
 // The size the heap is asked for: D::request_size(n) where the declaration has
 // one, n otherwise.

@@ -75,7 +75,7 @@ public:
     {
         if (thread_heap* th = tl_heap) [[likely]] {
             const void* hint = nullptr;
-            if constexpr (heap_type::locality_aware) hint = th->heap.last_allocation();
+            if constexpr (heap_type::locality_aware && malloc_hints_previous<D>) hint = th->heap.last_allocation();
             request r{malloc_request_size<D>(n), hint, a <= min_align ? 0 : a};
             r.zero = zero;
             if constexpr (requires { th->heap.try_allocate_cached(r); }) return th->heap.try_allocate_cached(r);
@@ -352,7 +352,7 @@ private:
                                                     bool zero) noexcept {
         base::drain_pending(th);
         const void* hint = nullptr;
-        if constexpr (heap_type::locality_aware) hint = th->heap.last_allocation();
+        if constexpr (heap_type::locality_aware && malloc_hints_previous<D>) hint = th->heap.last_allocation();
         request r{malloc_request_size<D>(n), hint, a <= min_align ? 0 : a};
         r.zero = zero;
         void* p = th->heap.try_allocate(r);
