@@ -64,12 +64,13 @@ inline constexpr row_info rows[] = {
      "allotheque::quickfit_heap<allotheque::arena_source, allotheque::malloc_options, 16, 128>", "malloc-quickfit"},
     {"velox", row_kind::heap, nullptr, "allotheque/allocators/velox.hpp", "allotheque::velox_heap<>",
      "allotheque::velox_heap<allotheque::arena_source, allotheque::malloc_options>", "malloc-velox",
-     "is that malloc with one-page spans over the segregated size classes, a table of them per vicinity "
-     "(velox_classed_partition; allotheque::malloc_declarations::velox in <allotheque/malloc/shipped.hpp>)"},
+     "is that malloc with one-page spans over the segregated size classes, a table of them per vicinity, "
+     "and no hint (velox_classed_partition; allotheque::malloc_declarations::velox in "
+     "<allotheque/malloc/shipped.hpp>)"},
     {"medius", row_kind::heap, nullptr, "allotheque/allocators/medius.hpp", "allotheque::medius_heap<>",
      "allotheque::medius_heap<allotheque::arena_source, allotheque::malloc_options>", "malloc-medius",
-     "is that malloc over the segregated size classes, each page's in two tagged stacks (medius_classed_partition; "
-     "allotheque::malloc_declarations::medius in <allotheque/malloc/shipped.hpp>)"},
+     "is that malloc over the segregated size classes, each page's in two tagged stacks, and no hint "
+     "(medius_classed_partition; allotheque::malloc_declarations::medius in <allotheque/malloc/shipped.hpp>)"},
     // Defero's classes step by 8 too.
     {"defero", row_kind::heap, nullptr, "allotheque/allocators/defero.hpp", "allotheque::defero_heap<>",
      "allotheque::heap<allotheque::defero_partition<12, 16>, allotheque::arena_source, allotheque::malloc_options>"},

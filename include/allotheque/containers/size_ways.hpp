@@ -18,6 +18,7 @@
 //   hash_table<size ...> as a table of Ways ways ∘ list<void>, overflow list<size, match> ∘ list<void>
 #pragma once
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 
@@ -30,10 +31,17 @@
 
 namespace allotheque {
 
+// What a way's tag names: one of finitely many exact size classes.
+template <class H>
+concept bounded_exact_size_classes = requires {
+    { H::exact } -> std::convertible_to<bool>;
+    { H::max_size } -> std::convertible_to<std::size_t>;
+} && H::exact && H::max_size != ~std::size_t{0};
+
 template <class Hash, unsigned Ways = 2>
 struct size_ways {
     static_assert(Ways >= 1, "size_ways: at least one way");
-    static_assert(Hash::exact && Hash::max_size != ~std::size_t{0},
+    static_assert(bounded_exact_size_classes<Hash>,
                   "size_ways: Hash must have exact, bounded size classes (spaced_classes<..., MaxSize>)");
     using stacks = list<void>;
     using spill = list<size, list<void>, match>;
