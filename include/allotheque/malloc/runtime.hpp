@@ -74,10 +74,7 @@ public:
         requires(!block_heap)
     {
         if (thread_heap* th = tl_heap) [[likely]] {
-            const void* hint = nullptr;
-            if constexpr (heap_type::locality_aware && malloc_hints_previous<D>) hint = th->heap.last_allocation();
-            request r{malloc_request_size<D>(n), hint, a <= min_align ? 0 : a};
-            r.zero = zero;
+            request r = request_in(th, n, a, zero);
             if constexpr (requires { th->heap.try_allocate_cached(r); }) return th->heap.try_allocate_cached(r);
         }
         return nullptr;
@@ -343,6 +340,18 @@ private:
           << "</" << tag << ">\n";
     }
 
+    // What thread heap th is asked for a malloc of n bytes aligned to a: the
+    // declaration's size, and the thread's previous allocation as the hint
+    // where the heap places by location and the declaration wants it.
+    [[gnu::always_inline]] static request request_in(thread_heap* th, std::size_t n, std::size_t a,
+                                                     bool zero) noexcept {
+        const void* hint = nullptr;
+        if constexpr (heap_type::locality_aware && malloc_hints_previous<D>) hint = th->heap.last_allocation();
+        request r{malloc_request_size<D>(n), hint, a <= min_align ? 0 : a};
+        r.zero = zero;
+        return r;
+    }
+
     [[noreturn]] static void invalid(const char* what, const void* p) noexcept {
         detail::fail("allotheque malloc", "double free, or a pointer no heap handed out (interior or foreign)", what,
                      p);
@@ -351,10 +360,7 @@ private:
     [[gnu::always_inline]] static void* allocate_in(thread_heap* th, std::size_t n, std::size_t a,
                                                     bool zero) noexcept {
         base::drain_pending(th);
-        const void* hint = nullptr;
-        if constexpr (heap_type::locality_aware && malloc_hints_previous<D>) hint = th->heap.last_allocation();
-        request r{malloc_request_size<D>(n), hint, a <= min_align ? 0 : a};
-        r.zero = zero;
+        request r = request_in(th, n, a, zero);
         void* p = th->heap.try_allocate(r);
         if (!p) errno = ENOMEM;
         return p;
