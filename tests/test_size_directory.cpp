@@ -64,7 +64,8 @@ void directory_against_sets(std::size_t ops, unsigned seed) {
             const std::size_t from = rng() % 4 == 0 ? 0 : pick_class();
             REQUIRE(d->next(s, from) == ref_next(ref[s], from));
         } else if (rng() % 500 == 0) {
-            d->clear();
+            // Both clears: the pages given back, or the rows in use zeroed.
+            d->clear(rng() % 2 == 0);
             ref.clear();
         }
     }
@@ -141,12 +142,19 @@ TEST_CASE("size_directory: out of leaves it stops vouching, and keeps what it ha
 }
 
 TEST_CASE("size_directory: clear forgets every bit and keeps working", "[size_directory]") {
+    const bool give_back = GENERATE(false, true);
+    CAPTURE(give_back);
     auto d = std::make_unique<al::size_directory<16>>();
     for (std::size_t c = 0; c < 65536; c += 1000) d->note(32, c);
+    d->note(al::size_directory<16>::max_size, 7);
     CHECK(d->next(32, 1) == 1000);
-    d->clear();
+    d->clear(give_back);
     CHECK(d->vouches(32));
     CHECK(d->next(32, 0) == npos);
+    CHECK(d->next(al::size_directory<16>::max_size, 0) == npos);
     d->note(32, 65535);
     CHECK(d->next(32, 0) == 65535);
+    // A second clear zeroes what was noted since the first.
+    d->clear(give_back);
+    CHECK(d->next(32, 0) == npos);
 }

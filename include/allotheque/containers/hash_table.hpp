@@ -572,7 +572,7 @@ public:
             h.classes.release(i);
             i = next;
         }
-        forget_search_state(h);
+        forget_search_state(h, false);   // the chunks come back at once, most of them
     }
     // Forgets every chunk without looking at one (their memory is going back whole).
     static void clear(header_type& h) noexcept {
@@ -583,7 +583,7 @@ public:
             h.classes.release(i);
             i = next;
         }
-        forget_search_state(h);
+        forget_search_state(h, true);
     }
 
 private:
@@ -776,11 +776,11 @@ private:
         if constexpr (size_attribute<Attr> && requires { r.class_index; }) return r.class_index;
         else return class_of(Attr::of_request(r));
     }
-    static void forget_search_state(header_type& h) noexcept {
+    static void forget_search_state(header_type& h, bool memory_gone) noexcept {
         h.last = npos;
         if constexpr (sized) h.by_size = {};
         if constexpr (has_front) forget_fronts(h);
-        if constexpr (directed) h.sizes.clear();
+        if constexpr (directed) h.sizes.clear(memory_gone);
     }
     template <request_like R>
     [[gnu::always_inline]] static std::byte* take_from(header_type& h, std::size_t i, const R& r) noexcept {
