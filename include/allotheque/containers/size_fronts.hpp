@@ -144,9 +144,39 @@ private:
     static void lower(H& h, std::size_t i, std::size_t k) noexcept {
         if (std::size_t& low = h.by_size.low[k]; i < low) low = i;
     }
+    // The usual miss (a free into a class that has a stack of the size)
+    // calls nothing but in tail position, so it saves no registers. As one
+    // function, every miss saved and restored six (Velox' malloc, random
+    // sizes: 160 -> 149 instructions a step).
     template <class H>
     [[gnu::noinline]] static void put_missed(H& h, std::byte* p, std::size_t n, std::size_t i,
                                              std::size_t k) noexcept {
+        if (auto* c = h.classes.find(i)) [[likely]]
+            if (chunk_list* l = Nested::find_chunks(*c, k)) {
+                const bool had = Nested::holds_chunks(*l);
+                Nested::push_chunk(*l, p, n);
+                if (!had) return now_holds(h, n, i, k, l);
+                aim(h, i, k, l);
+                return;
+            }
+        put_new(h, p, n, i, k);
+    }
+    // Size class k's stack l in class i was empty and has a chunk now: the
+    // class's directory bit, the bound, the front.
+    template <class H>
+    [[gnu::noinline]] static void now_holds(H& h, std::size_t n, std::size_t i, std::size_t k, chunk_list* l) noexcept {
+        h.sizes.note(n, i);
+        lower(h, i, k);
+        aim(h, i, k, l);
+    }
+    template <class H>
+    [[gnu::always_inline]] static void aim(H& h, std::size_t i, std::size_t k, chunk_list* l) noexcept {
+        h.by_size.fronts[k] = {i, l};
+        if constexpr (predicate_remembers_frees<Pred>) h.last = i;
+    }
+    // A free that makes a class or a stack, or hands a size a stack, or spills.
+    template <class H>
+    [[gnu::noinline]] static void put_new(H& h, std::byte* p, std::size_t n, std::size_t i, std::size_t k) noexcept {
         auto* c = h.classes.find(i);
         if (!c) [[unlikely]] c = &h.classes.obtain(i);
         const auto [l, evicted] = Nested::claim_chunks(*c, k);
@@ -160,16 +190,10 @@ private:
                 return;
             }
         }
-        // Chunks of the size there already: its directory bit is set and the
-        // bound is at or below i.
-        const bool had = Nested::holds_chunks(*l);
+        // A stack just made or claimed (noting a size the class had changes
+        // nothing).
         Nested::push_chunk(*l, p, n);
-        if (!had) {
-            h.sizes.note(n, i);
-            lower(h, i, k);
-        }
-        h.by_size.fronts[k] = {i, l};
-        if constexpr (predicate_remembers_frees<Pred>) h.last = i;
+        now_holds(h, n, i, k, l);
     }
     // A pop from class i's stack of size class k (i may be npos: no class);
     // it becomes the size's front. Else, where the nested table spills, a
