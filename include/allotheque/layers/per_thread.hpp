@@ -155,14 +155,17 @@ public:
     // The fast path is the malloc's: the thread's cached slot and a chunk the
     // heap already holds (H::try_allocate_cached, which calls nothing),
     // inline; everything else one call, which takes the remote frees back
-    // first.
+    // first (after the heap's search, where that is apart from its pop, as
+    // the malloc does).
     template <request_like R = request>
     [[nodiscard, gnu::always_inline]] void* try_allocate(const R& r) noexcept {
         if constexpr (requires(H& h) { h.try_allocate_cached(r); }) {
             const tls_cache& t = tls();
-            if (t.id == id_) [[likely]]
+            if (t.id == id_) [[likely]] {
                 if (void* p = t.s->heap.try_allocate_cached(parent_request(r))) [[likely]]
                     return p;
+                if constexpr (requires { requires H::searches_apart; }) return try_allocate_searched(r);
+            }
         }
         return try_allocate_slow(r);
     }
@@ -194,6 +197,11 @@ public:
     }
 
 private:
+    template <request_like R>
+    [[gnu::noinline]] void* try_allocate_searched(const R& r) noexcept {
+        if (void* p = tls().s->heap.try_allocate_searched(parent_request(r))) return p;
+        return try_allocate_slow(r);
+    }
     template <request_like R>
     [[gnu::noinline]] void* try_allocate_slow(const R& r) noexcept {
         if (!ok_alignment(r.alignment) || r.size > max_size) return nullptr;

@@ -60,7 +60,7 @@ public:
         if constexpr (!block_heap) {
             if (void* p = allocate_cached(n, a, zero)) [[likely]]
                 return p;
-            return allocate_slow(n, a, zero);
+            return allocate_missed(n, a, zero);
         } else {
             thread_heap* th = tl_heap;
             if (th == nullptr) [[unlikely]]
@@ -78,6 +78,23 @@ public:
             if constexpr (requires { th->heap.try_allocate_cached(r); }) return th->heap.try_allocate_cached(r);
         }
         return nullptr;
+    }
+    // What the fast path missed: the partition's search where it is apart
+    // from the pop (heap::searches_apart), before the slow path's remote
+    // frees and refills (draining them first made the Velox malloc's server
+    // workload 17 % slower at two threads); else the slow path at once.
+    [[gnu::always_inline]] static void* allocate_missed(std::size_t n, std::size_t a, bool zero) noexcept
+        requires(!block_heap)
+    {
+        if constexpr (heap_type::searches_apart) return allocate_searched(n, a, zero);
+        else return allocate_slow(n, a, zero);
+    }
+    [[gnu::noinline]] static void* allocate_searched(std::size_t n, std::size_t a, bool zero) noexcept
+        requires(!block_heap)
+    {
+        if (thread_heap* th = tl_heap) [[likely]]
+            if (void* p = th->heap.try_allocate_searched(request_in(th, n, a, zero))) return p;
+        return allocate_slow(n, a, zero);
     }
 
     // free: a block of the calling thread's heap goes straight back, any other
@@ -185,7 +202,7 @@ public:
         }
     }
     [[gnu::noinline]] static void* new_slow(std::size_t n, std::size_t a) {
-        if (void* p = allocate_slow(n, a, false)) return p;
+        if (void* p = allocate_missed(n, a, false)) return p;
         return new_failed(n, a);
     }
     // An allocation failed: the new_handler's turn, then another try, until
