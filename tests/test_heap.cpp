@@ -451,3 +451,50 @@ TEMPLATE_TEST_CASE("heap: try_allocate_cached serves only chunks the partition h
     CHECK(h.try_allocate_cached(al::request{24, nullptr, 8192}) == nullptr);   // over-aligned: same
     for (void* p : again) h.deallocate(p, al::request{24});
 }
+
+// The locality heaps keep their pop apart from their search: try_allocate_cached
+// is the pop alone, and what it misses try_allocate_searched finds, both from
+// the chunks the partition holds and never a refill (the malloc's miss runs
+// that search before it takes remote frees back or refills).
+static_assert(!al::quickfit_heap<>::searches_apart && !al::kingsley_heap<>::searches_apart);
+TEMPLATE_TEST_CASE("heap: try_allocate_searched finds what the pop missed, never a refill", "[heap]",
+                   al::velox_heap<>, al::medius_heap<>, al::heap<al::velox_classed_partition<>>,
+                   al::heap<al::medius_classed_partition<>>) {
+    static_assert(TestType::searches_apart);
+    auto h = std::make_unique<TestType>();
+    CHECK(h->try_allocate_searched(al::request{24}) == nullptr);   // nothing yet: no refill
+    CHECK(h->stats().os_bytes == 0);
+    // Over several 64 KiB vicinities (Velox) and many pages (Medius), a
+    // second size between them, then everything freed in allocation order.
+    constexpr int n = 6000;
+    std::vector<void*> blocks, other;
+    for (int i = 0; i < n; ++i) {
+        blocks.push_back(h->allocate(al::request{24}));
+        if (i % 64 == 0) other.push_back(h->allocate(al::request{200}));
+    }
+    for (void* p : blocks) h->deallocate(p, al::request{24});
+    const std::size_t held = h->stats().os_bytes;
+    std::set<void*> freed(blocks.begin(), blocks.end()), again;
+    int popped = 0, searched = 0;
+    for (;;) {
+        void* p = h->try_allocate_cached(al::request{24});
+        if (p) {
+            ++popped;
+        } else if ((p = h->try_allocate_searched(al::request{24}))) {
+            ++searched;
+        } else {
+            break;
+        }
+        REQUIRE(again.insert(p).second);   // handed out once
+        std::memset(p, 0x5a, 24);
+        REQUIRE(h->stats().os_bytes == held);   // a chunk the partition held, never a refill
+    }
+    // Every chunk freed came back (and the last span's chunks never handed
+    // out), then nullptr.
+    CHECK(std::includes(again.begin(), again.end(), freed.begin(), freed.end()));
+    CHECK(popped > 0);
+    CHECK(searched > 0);                   // the pop alone missed some of them
+    CHECK(h->try_allocate_searched(al::request{100000}) == nullptr);   // large: the slow path's
+    for (void* p : again) h->deallocate(p, al::request{24});
+    for (void* p : other) h->deallocate(p, al::request{200});
+}

@@ -220,8 +220,8 @@ public:
     // (the malloc): a chunk the partition already holds for a small request
     // (up to 1 KiB where the heap classifies sizes), or nullptr. It never
     // refills and never maps a large block, so it calls nothing, and a caller
-    // that inlines it saves no registers around it.
-    // Search = true is try_allocate_searched's.
+    // that inlines it saves no registers around it. (Search = true is
+    // try_allocate_searched.)
     template <bool Search = false, request_like R = request>
     [[nodiscard, gnu::always_inline]] inline void* try_allocate_cached(const R& r) noexcept {
         if constexpr (classifies) {
@@ -262,16 +262,6 @@ public:
     {
         return try_allocate_cached<true>(r);
     }
-
-private:
-    template <bool Search, request_like Q>
-    [[gnu::always_inline]] std::byte* held_chunk(const Q& q) noexcept {
-        if constexpr (!searches_apart) return P::allocate(root_, q);
-        else if constexpr (Search) return P::allocate_uncached(root_, q);
-        else return P::allocate_cached(root_, q);
-    }
-
-public:
 
     // `r` must carry the size (and alignment) given to allocate.
     [[gnu::always_inline]] inline void deallocate(void* p, const request& r) noexcept {
@@ -512,6 +502,14 @@ private:
         put_chunk(p, s);
     }
 
+    // try_allocate_cached's chunk: the partition's pop where its search is
+    // apart (Search: that search), else its allocate.
+    template <bool Search, request_like Q>
+    [[gnu::always_inline]] std::byte* held_chunk(const Q& q) noexcept {
+        if constexpr (!searches_apart) return P::allocate(root_, q);
+        else if constexpr (Search) return P::allocate_uncached(root_, q);
+        else return P::allocate_cached(root_, q);
+    }
     // q.size is a chunk size; from the partition, or a refill when it has none.
     template <request_like R>
     [[gnu::always_inline]] inline void* take(const R& q) noexcept {

@@ -51,8 +51,9 @@ public:
 
     // n bytes aligned to a (a power of two), or nullptr with errno = ENOMEM.
     // The fast path calls nothing (heap::try_allocate_cached), so it saves no
-    // registers; whatever it cannot serve goes to allocate_slow, which takes
-    // the remote frees back first. The fast path does not read the remote
+    // registers; whatever it cannot serve goes to allocate_missed (a locality
+    // heap's search), then to allocate_slow, which takes the remote frees
+    // back first. The fast path does not read the remote
     // list: its head is the line other threads' frees write, and a heap that
     // still holds a chunk of the size has no need of them yet (mimalloc
     // collects its thread-free lists the same way, on a miss).
