@@ -105,24 +105,14 @@ public:
 
     // The lowest class >= from that may hold a chunk of `size`, or npos.
     std::size_t next(std::size_t size, std::size_t from) const noexcept {
-        const std::size_t s = size / step;
         if constexpr (direct) {   // the slots in order: no search for the first leaf
             for (std::size_t number = from >> leaf_bits; number < leaf_count; ++number)
-                if (const leaf* l = slots_[number]) {
-                    const std::size_t base = number << leaf_bits;
-                    const std::size_t j =
-                        bitmap(const_cast<std::uint64_t*>(l->bits[s])).find_next(base >= from ? 0 : from - base);
-                    if (j != npos) return base | j;
-                }
+                if (const leaf* l = slots_[number])
+                    if (const std::size_t c = next_in(*l, number, size, from); c != npos) return c;
             return npos;
         }
-        for (std::size_t i = first_leaf_at_or_after(from >> leaf_bits); i < used_; ++i) {
-            const std::size_t base = leaves_[i].number << leaf_bits;
-            const std::size_t start = base >= from ? 0 : from - base;
-            const std::size_t j =
-                bitmap(const_cast<std::uint64_t*>(leaves_[i].l->bits[s])).find_next(start);
-            if (j != npos) return base | j;
-        }
+        for (std::size_t i = first_leaf_at_or_after(from >> leaf_bits); i < used_; ++i)
+            if (const std::size_t c = next_in(*leaves_[i].l, leaves_[i].number, size, from); c != npos) return c;
         return npos;
     }
 
@@ -164,6 +154,13 @@ private:
         leaf* l;
     };
 
+    // next() within leaf `number`: its lowest class >= from with size's bit.
+    static std::size_t next_in(const leaf& l, std::size_t number, std::size_t size, std::size_t from) noexcept {
+        const std::size_t base = number << leaf_bits;
+        const std::size_t j =
+            bitmap(const_cast<std::uint64_t*>(l.bits[size / step])).find_next(base >= from ? 0 : from - base);
+        return j != npos ? base | j : npos;
+    }
     // One load and a shift: it sits on every free (note).
     [[gnu::always_inline]] static bool has_bit(const leaf& l, std::size_t size, std::size_t cls) noexcept {
         const std::size_t j = cls & (leaf_classes - 1);
