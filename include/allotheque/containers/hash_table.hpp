@@ -306,16 +306,14 @@ struct hash_table {
         requires sized
     {
         const std::size_t k = size_class_of_request(r);
-        const std::size_t t = sized_target(h, r, k);
-        if (std::byte* p = fronts::pop_front(h, t, k)) [[likely]] return p;
-        return fronts::search(h, t, k, r.size);
+        if (std::byte* p = pop_sized(h, r, k)) [[likely]] return p;
+        return fronts::search(h, sized_target(h, r, k), k, r.size);
     }
     template <request_like R>
     [[gnu::always_inline]] static std::byte* allocate_cached(header_type& h, const R& r) noexcept
         requires sized
     {
-        const std::size_t k = size_class_of_request(r);
-        return fronts::pop_front(h, sized_target(h, r, k), k);
+        return pop_sized(h, r, size_class_of_request(r));
     }
     template <request_like R>
     static std::byte* allocate_uncached(header_type& h, const R& r) noexcept
@@ -326,6 +324,16 @@ struct hash_table {
     }
 
 private:
+    // The front's pop: without a hint, under a predicate that remembers, the
+    // front is the target (sized_target), so no class is compared.
+    template <request_like R>
+    [[gnu::always_inline]] static std::byte* pop_sized(header_type& h, const R& r, std::size_t k) noexcept
+        requires sized
+    {
+        if constexpr (predicate_remembers<Pred>)
+            if (!r.hint) return fronts::pop_remembered(h, k);
+        return fronts::pop_front(h, target_class(h, r), k);
+    }
     // A request without a hint, under a predicate that remembers, targets
     // the class its size was last taken from or freed into (the size's
     // front), else the class used last: the chunk a free of the size just

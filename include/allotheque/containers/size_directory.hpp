@@ -185,7 +185,11 @@ private:
     }
     [[gnu::noinline]] void note_slow(std::size_t size, std::size_t cls) noexcept {
         if (!indexed(size)) return;
-        leaf* l = obtain(cls >> leaf_bits);
+        // A mapped slot is one load: obtain, out of line, only maps (Medius'
+        // frees call this on every stack they make non-empty).
+        leaf* l = nullptr;
+        if constexpr (direct) l = slots_[cls >> leaf_bits];
+        if (!l) l = obtain(cls >> leaf_bits);
         if (!l) {
             complete_ = false;
             return;

@@ -43,15 +43,22 @@ struct size_fronts {
     static constexpr std::size_t npos = detail::npos;
     static constexpr bool spills = requires { requires Nested::spills; };
     using chunk_list = typename Nested::chunk_list;
-    struct front {
-        std::size_t i = npos - 1;   // not npos, which a request with no target class carries
-        chunk_list* chunks = nullptr;
-    };
+    static constexpr std::size_t no_class = npos - 1;   // not npos, which a request with no target class carries
+    // What a front with no class names: an empty list, never pushed to (no
+    // class index equals no_class), so that a pop through any front is a
+    // load and a test, with no test of the class first.
+    static inline chunk_list no_chunks{};
+    // Each front in two arrays rather than an array of pairs: a class index
+    // then scales into both by 8 in the address itself, where a 16-byte pair
+    // cost every malloc and free a shift and an add.
     struct state {
         std::size_t low[Nested::size_classes];
-        front fronts[Nested::size_classes];
+        std::size_t front_class[Nested::size_classes];
+        chunk_list* front_chunks[Nested::size_classes];
         state() noexcept {
             for (std::size_t& v : low) v = npos;
+            for (std::size_t& v : front_class) v = no_class;
+            for (chunk_list*& v : front_chunks) v = &no_chunks;
         }
     };
 
@@ -59,15 +66,26 @@ struct size_fronts {
     // class used last (the target of a request without a hint).
     template <class H>
     [[gnu::always_inline]] static std::size_t remembered(const H& h, std::size_t k) noexcept {
-        const std::size_t i = h.by_size.fronts[k].i;
-        return i != front{}.i ? i : h.last;
+        const std::size_t i = h.by_size.front_class[k];
+        return i != no_class ? i : h.last;
+    }
+    // A request without a hint under a predicate that remembers targets its
+    // size's front, so the front's chunks are the target's whenever there
+    // are any: a pop, with no compare of classes (a front with no class
+    // pops from no_chunks and misses, and the search then targets h.last).
+    template <class H>
+    [[gnu::always_inline]] static std::byte* pop_remembered(H& h, std::size_t k) noexcept
+        requires predicate_remembers<Pred>
+    {
+        std::byte* p = Nested::pop_chunk(*h.by_size.front_chunks[k]);
+        if (p) h.last = h.by_size.front_class[k];
+        return p;
     }
     // A pop from the chunks the size's front names, when they are the target's.
     template <class H>
     [[gnu::always_inline]] static std::byte* pop_front(H& h, std::size_t t, std::size_t k) noexcept {
-        const front& f = h.by_size.fronts[k];
-        if (f.i != t) return nullptr;
-        std::byte* p = Nested::pop_chunk(*f.chunks);
+        if (h.by_size.front_class[k] != t) return nullptr;
+        std::byte* p = Nested::pop_chunk(*h.by_size.front_chunks[k]);
         if constexpr (predicate_remembers<Pred>)
             if (p) h.last = t;
         return p;
@@ -79,7 +97,7 @@ struct size_fronts {
     [[gnu::noinline]] static std::byte* search(H& h, std::size_t t, std::size_t k, std::size_t n) noexcept {
         // Where the front names the target, pop_front found its stack
         // empty (the class may still hold the size in its list).
-        if (spills || h.by_size.fronts[k].i != t)
+        if (spills || h.by_size.front_class[k] != t)
             if (std::byte* p = take_at(h, t, k, n)) return p;
         std::size_t last = npos;
         if constexpr (Pred::fallback == fallback_to::last_then_first) {
@@ -89,7 +107,7 @@ struct size_fronts {
         }
         std::size_t& low = h.by_size.low[k];
         if (low == npos) {   // no class holds the size
-            h.by_size.fronts[k] = {};
+            drop(h, k);
             return nullptr;
         }
         if (low != t && low != last)
@@ -99,7 +117,7 @@ struct size_fronts {
                 if (i != t && i != last)
                     if (std::byte* p = take_at(h, i, k, n)) return low = i, p;
             low = npos;
-            h.by_size.fronts[k] = {};   // no class holds the size: whatever it names is empty
+            drop(h, k);   // no class holds the size: whatever it names is empty
             return nullptr;
         }
         lacks(h, n, k, low);
@@ -109,7 +127,7 @@ struct size_fronts {
             lacks(h, n, k, i);
         }
         low = npos;
-        h.by_size.fronts[k] = {};
+        drop(h, k);
         return nullptr;
     }
     // Chunk [p, p+n) of size class k into class i: onto the front's stack
@@ -117,8 +135,8 @@ struct size_fronts {
     // and the bound is at or below it), else one call.
     template <class H>
     [[gnu::always_inline]] static void put(H& h, std::byte* p, std::size_t n, std::size_t i, std::size_t k) noexcept {
-        if (const front& f = h.by_size.fronts[k]; f.i == i) [[likely]] {
-            Nested::push_chunk(*f.chunks, p, n);
+        if (h.by_size.front_class[k] == i) [[likely]] {
+            Nested::push_chunk(*h.by_size.front_chunks[k], p, n);
             if constexpr (predicate_remembers_frees<Pred>) h.last = i;
             return;
         }
@@ -135,11 +153,21 @@ struct size_fronts {
         if constexpr (spills) {
             auto* c = h.classes.find(i);
             for (std::size_t z = 0; z < Nested::size_classes; ++z)
-                if (front& f = h.by_size.fronts[z]; f.i == i && (!c || Nested::find_chunks(*c, z) != f.chunks)) f = {};
+                if (h.by_size.front_class[z] == i && (!c || Nested::find_chunks(*c, z) != h.by_size.front_chunks[z]))
+                    drop(h, z);
         }
     }
 
 private:
+    template <class H>
+    [[gnu::always_inline]] static void point(H& h, std::size_t k, std::size_t i, chunk_list* l) noexcept {
+        h.by_size.front_class[k] = i;
+        h.by_size.front_chunks[k] = l;
+    }
+    template <class H>
+    [[gnu::always_inline]] static void drop(H& h, std::size_t k) noexcept {
+        point(h, k, no_class, &no_chunks);
+    }
     template <class H>
     static void lower(H& h, std::size_t i, std::size_t k) noexcept {
         if (std::size_t& low = h.by_size.low[k]; i < low) low = i;
@@ -171,7 +199,7 @@ private:
     }
     template <class H>
     [[gnu::always_inline]] static void aim(H& h, std::size_t i, std::size_t k, chunk_list* l) noexcept {
-        h.by_size.fronts[k] = {i, l};
+        point(h, k, i, l);
         if constexpr (predicate_remembers_frees<Pred>) h.last = i;
     }
     // A free that makes a class or a stack, or hands a size a stack, or spills.
@@ -181,7 +209,7 @@ private:
         if (!c) [[unlikely]] c = &h.classes.obtain(i);
         const auto [l, evicted] = Nested::claim_chunks(*c, k);
         if constexpr (spills) {
-            if (evicted != npos && h.by_size.fronts[evicted].chunks == l) h.by_size.fronts[evicted] = {};
+            if (evicted != npos && h.by_size.front_chunks[evicted] == l) drop(h, evicted);
             if (!l) [[unlikely]] {
                 Nested::put_spilled(*c, p, n);
                 h.sizes.note(n, i);
@@ -205,7 +233,7 @@ private:
         if (!c) return nullptr;
         std::byte* p = nullptr;
         if (chunk_list* l = Nested::find_chunks(*c, k))
-            if ((p = Nested::pop_chunk(*l))) h.by_size.fronts[k] = {i, l};
+            if ((p = Nested::pop_chunk(*l))) point(h, k, i, l);
         if constexpr (spills)
             if (!p) p = Nested::take_spilled(*c, n);
         if (!p) return nullptr;
@@ -217,7 +245,7 @@ private:
     template <class H>
     static void lacks(H& h, std::size_t n, std::size_t k, std::size_t i) noexcept {
         h.sizes.forget(n, i);
-        if (h.by_size.fronts[k].i == i) h.by_size.fronts[k] = {};
+        if (h.by_size.front_class[k] == i) drop(h, k);
     }
 };
 
