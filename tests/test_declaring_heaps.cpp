@@ -404,4 +404,10 @@ TEST_CASE("hint_previous_allocation: the Velox and Medius libraries pass no hint
     STATIC_REQUIRE(al::malloc_declaration<hinted_decl> && al::malloc_declaration<unhinted_decl>);
     STATIC_REQUIRE(al::malloc_hints_previous<hinted_decl>);
     STATIC_REQUIRE_FALSE(al::malloc_hints_previous<unhinted_decl>);
+    // Nothing reads their heaps' previous allocation, so they do not record it
+    // (a store less a malloc); a hinting declaration over such a heap is
+    // refused (tests/compile_fail/malloc_hint_previous_forgotten.cpp).
+    STATIC_REQUIRE(al::detail::forgets_last<d::velox::heap> && al::detail::forgets_last<d::medius::heap>);
+    STATIC_REQUIRE_FALSE(al::detail::forgets_last<hinted_decl::heap>);
+    STATIC_REQUIRE_FALSE(al::detail::forgets_last<d::segregated::heap>);   // reads no address: nothing to forget
 }

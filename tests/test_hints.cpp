@@ -102,6 +102,17 @@ TEST_CASE("hints: default policy is near_previous for locality heaps, no_hint ot
     CHECK(reinterpret_cast<std::uintptr_t>(y) >> 16 == reinterpret_cast<std::uintptr_t>(x) >> 16);
     va.deallocate(x, 1);
     va.deallocate(y, 1);
+
+    // heap_config::remember_last off: the heap records nothing, as one that
+    // places nothing, and the policy's hint is then no hint.
+    using forgetful = al::velox_heap<al::arena_source, al::configured<al::heap_config{.remember_last = false}>>;
+    STATIC_REQUIRE(forgetful::locality_aware && !forgetful::remembers_last);
+    forgetful f;
+    al::allocator<int, forgetful> fa(f);
+    int* z = fa.allocate(1);
+    CHECK(z != nullptr);
+    CHECK(f.last_allocation() == nullptr);
+    fa.deallocate(z, 1);
 }
 
 TEST_CASE("hints: near(p) scopes nest and restore; explicit hints beat them", "[hints]") {

@@ -144,6 +144,8 @@ public:
     using options = Options;
     // Whether the partition looks at the hint at all (decides the default hint policy).
     static constexpr bool locality_aware = P::reads_address;
+    // Whether last_allocation() follows the allocations (heap_config::remember_last).
+    static constexpr bool remembers_last = locality_aware && cfg.remember_last;
     static constexpr std::size_t granularity = cfg.granularity;
     // With heap_config::free_marks: where a freed chunk carries its mark (past
     // every link the partition writes into a free chunk).
@@ -417,7 +419,8 @@ public:
         return spans_.pool().trim();
     }
 
-    // Where the last small allocation landed: the "near previous" hint.
+    // Where the last small allocation landed: the "near previous" hint
+    // (nullptr where the heap does not remember it: heap_config::remember_last).
     const void* last_allocation() const noexcept { return last_; }
 
     heap_stats stats() const noexcept {
@@ -522,7 +525,7 @@ private:
     template <request_like R>
     [[gnu::always_inline]] inline void* hand_out(std::byte* p, const R& q) noexcept {
         if constexpr (detail::poison::enabled) detail::poison::expose(p, q.size);   // a free chunk is shut
-        if constexpr (locality_aware) last_ = p;
+        if constexpr (remembers_last) last_ = p;
         if constexpr (cfg.free_marks) marks::word(p) = 0;
         if constexpr (counts_live) live_ += q.size;
         if (q.zero) std::memset(p, 0, q.size);

@@ -59,6 +59,12 @@ struct heap_config {
     // refill_span at a time; pages not handed out yet are never written. The
     // back end's record per span is then paid per reservation.
     std::size_t span_reserve = 16 * 1024;
+    // Heaps that read addresses: each allocation is recorded for
+    // last_allocation(), the "near the previous allocation" hint of the
+    // hint policies and layers, at a store per allocation. Off, it stays
+    // nullptr, as in a heap that places nothing (what a malloc that passes
+    // no hint uses: it reads it nowhere).
+    bool remember_last = true;
 };
 
 template <heap_config C = heap_config{}>

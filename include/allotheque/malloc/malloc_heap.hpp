@@ -92,6 +92,10 @@ constexpr bool check_malloc_heap() {
     return true;
 }
 
+// A locality-aware heap whose last_allocation() stays nullptr (heap_config::remember_last off).
+template <class H>
+concept forgets_last = H::locality_aware && requires { requires !H::remembers_last; };
+
 template <class H, bool Block = block_malloc_heap<H>>
 struct malloc_marks {
     using type = typename H::marks;

@@ -36,6 +36,9 @@ namespace allotheque {
 template <malloc_declaration D>
 class malloc_runtime : public malloc_threads<D> {
     static_assert(detail::check_malloc_heap<typename D::heap>());
+    static_assert(!malloc_hints_previous<D> || !detail::forgets_last<typename D::heap>,
+                  "allotheque malloc: the previous allocation as each malloc's hint (the default) needs a heap that "
+                  "remembers it: heap_config{.remember_last = true}, or declare hint_previous_allocation = false");
     using base = malloc_threads<D>;
     using typename base::marks;
     using typename base::thread_heap;

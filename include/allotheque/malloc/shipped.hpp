@@ -30,25 +30,36 @@ struct kingsley {
     static constexpr const char* name = "kingsley";
 };
 
-// The size in the 64 KiB vicinity it was last taken from or freed into, with
-// Velox's one-page spans (velox_heap_options says why). Each vicinity a table
-// of the segregated heap's classes (velox_classed_partition): a program's many
-// sizes reuse a few dozen, and a vicinity's chunks of a size are one index
-// away (callgrind, random sizes: 421 -> 256 instructions a malloc + free
-// against the list of exact sizes, 160 without the previous allocation's hint).
-inline constexpr heap_config velox_malloc_config = [] {
+// What the Velox and Medius libraries' heaps take: malloc_config without a
+// record of the previous allocation, which neither passes as its hint
+// (heap_config::remember_last; a store less per malloc). Velox too reserves
+// 16 KiB spans: its header-only default of one-page spans
+// (velox_heap_options) keeps a hinted std::list's nodes on few pages, but a
+// malloc passes no hint, and a record per page cost it cache misses
+// (threads_bench at one thread, 7 runs: mixed 0.82 -> 0.87x the default
+// library's ops/s, local 0.77 -> 0.82; Olden peak memory 1.036 -> 1.014x
+// the default library's, time within noise).
+inline constexpr heap_config unhinted_malloc_config = [] {
     heap_config c = malloc_config;
-    c.span_reserve = config_of<velox_heap_options>().span_reserve;
+    c.remember_last = false;
     return c;
 }();
+
 // Neither takes the previous allocation as its hint (malloc_hints_previous):
 // its class, under mixed sizes, rarely holds the size asked for, and the
 // tables' rule for requests without a hint, the class the size was last
 // taken from or freed into, is the per-size reuse a LIFO heap gets (Olden:
 // 1.10 -> 1.06x the default library's time for Velox, 1.10 -> 1.05x for
 // Medius; threads_bench at one thread 1.13-1.34x faster).
+//
+// The size in the 64 KiB vicinity it was last taken from or freed into. Each
+// vicinity a table of the segregated heap's classes (velox_classed_partition):
+// a program's many sizes reuse a few dozen, and a vicinity's chunks of a size
+// are one index away (callgrind, random sizes: 421 -> 256 instructions a
+// malloc + free against the list of exact sizes, 160 without the previous
+// allocation's hint).
 struct velox {
-    using heap = allotheque::heap<velox_classed_partition<>, arena_source, configured<velox_malloc_config>>;
+    using heap = allotheque::heap<velox_classed_partition<>, arena_source, configured<unhinted_malloc_config>>;
     static constexpr const char* name = "velox";
     static constexpr bool hint_previous_allocation = false;
 };
@@ -56,7 +67,7 @@ struct velox {
 // The same on page classes, each page's classes in two tagged ways
 // (medius_classed_partition).
 struct medius {
-    using heap = allotheque::heap<medius_classed_partition<>, arena_source, malloc_options>;
+    using heap = allotheque::heap<medius_classed_partition<>, arena_source, configured<unhinted_malloc_config>>;
     static constexpr const char* name = "medius";
     static constexpr bool hint_previous_allocation = false;
 };
