@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     if (!heap || steps == 0 ||
         (pattern != "all" && pattern != "pair" && pattern != "batch" && pattern != "random"))
         usage("usage: instructions_heaps --heap NAME --pattern pair|batch|random|all [--steps N]\n"
-              "  heaps: segregated quickfit kingsley velox medius lea twin-segregated twin-quickfit twin-kingsley "
+              "  heaps: segregated quickfit kingsley velox medius velox-classed medius-classed lea twin-segregated twin-quickfit twin-kingsley "
               "harness\n");
     const std::string_view h = heap;
     if (h == "segregated") return run_new<lib<allotheque::segregated_heap<>>>(heap, pattern, steps);
@@ -90,6 +90,13 @@ int main(int argc, char** argv) {
     if (h == "velox") return run_new<lib<allotheque::velox_heap<>>>(heap, pattern, steps);
     if (h == "medius") return run_new<lib<allotheque::medius_heap<>>>(heap, pattern, steps);
     if (h == "lea") return run_new<lib<allotheque::lea_heap<>>>(heap, pattern, steps);
+    // Over the segregated heap's classes, as the Velox and Medius malloc libraries are.
+    if (h == "velox-classed")
+        return run_new<lib<allotheque::heap<allotheque::velox_classed_partition<>, allotheque::arena_source,
+                                            allotheque::velox_heap_options>>>(heap, pattern, steps);
+    if (h == "medius-classed")
+        return run_new<lib<allotheque::heap<allotheque::medius_classed_partition<>, allotheque::arena_source,
+                                            allotheque::medius_heap_options>>>(heap, pattern, steps);
     if (h == "twin-segregated")
         return run_new<twin_heap<segregated_classes>>(heap, pattern, steps, twin_arena, sizeof twin_arena);
     if (h == "twin-quickfit")

@@ -47,7 +47,7 @@ BASELINES = [("glibc", None), ("jemalloc", LIBDIR + "/libjemalloc.so.2"),
 ALLOTHEQUE_MALLOCS = ["segregated", "quickfit", "kingsley", "velox", "medius", "lea"]
 MALLOC_PATTERNS = ["pair", "batch", "random", "realloc", "calloc", "aligned", "new", "remote"]
 HEAPS = ["segregated", "twin-segregated", "quickfit", "twin-quickfit", "kingsley", "twin-kingsley", "velox", "medius",
-         "lea", "per_thread-segregated", "harness"]
+         "velox-classed", "medius-classed", "lea", "per_thread-segregated", "harness"]
 HEAP_PATTERNS = ["pair", "batch", "random"]
 UNITS = {"pair": "pair", "batch": "pair", "random": "step", "realloc": "realloc", "calloc": "pair",
          "aligned": "pair", "new": "pair", "remote": "block"}
@@ -320,7 +320,10 @@ def run_section(build_dir, steps=DEFAULT_STEPS, jobs=1, allocators=None, pattern
                "`heap.allocate(request{n})` / `heap.deallocate(p, request{n})` of the library's ready-made heaps "
                "(default options, arena_source) inlined into the loop; the `twin-` rows are hand-written "
                "segregated free-list allocators with the same size classes (bench/instructions/twin.hpp: one "
-               "list per class, a page refill cut into chunks, static arena).", "",
+               "list per class, a page refill cut into chunks, static arena). `velox` and `medius` are the "
+               "paper's (exact sizes); the `-classed` rows are Velox and Medius over the segregated heap's "
+               "classes (velox_classed_partition, medius_classed_partition), the partitions the malloc "
+               "libraries use.", "",
                grid(hrecs, heap_rows, hp), ""]
         hidx = {(r["allocator"], r["pattern"]): r for r in hrecs if "error" not in r}
         for fam in ("segregated", "quickfit", "kingsley"):

@@ -6,7 +6,7 @@
 if(NOT EXE)
   message(FATAL_ERROR "instructions smoke test: -DEXE=<instructions_heaps> is required")
 endif()
-foreach(heap segregated quickfit kingsley velox medius lea twin-segregated twin-quickfit twin-kingsley harness)
+foreach(heap segregated quickfit kingsley velox medius velox-classed medius-classed lea twin-segregated twin-quickfit twin-kingsley harness)
   execute_process(COMMAND ${EXE} --heap ${heap} --pattern all --steps 2000
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
