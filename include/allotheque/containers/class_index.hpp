@@ -51,7 +51,10 @@ class dense_index {
 public:
     static constexpr std::size_t classes = N;
 
-    Header* find(std::size_t i) noexcept { return live().test(i) ? slot(i) : nullptr; }
+    // Forced inline, as sparse_index's: a bit test on Medius' free and search
+    // paths, which g++ called out of line once free was inlined into each
+    // malloc entry point (Medius, random sizes: 199 -> 204 instructions a step).
+    [[gnu::always_inline]] Header* find(std::size_t i) noexcept { return live().test(i) ? slot(i) : nullptr; }
     bool contains(std::size_t i) const noexcept { return i < N && const_cast<dense_index*>(this)->live().test(i); }
     Header& obtain(std::size_t i) noexcept {
         if (!live().test(i)) {

@@ -109,7 +109,7 @@ struct size_ways {
             }
         return {nullptr, npos};
     }
-    static std::byte* take_spilled(header_type& h, std::size_t n) noexcept {
+    [[gnu::always_inline]] static std::byte* take_spilled(header_type& h, std::size_t n) noexcept {
         return spill::empty(h.spilled) ? nullptr : spill::allocate(h.spilled, request{n});
     }
     static void put_spilled(header_type& h, std::byte* p, std::size_t n) noexcept { spill::deallocate(h.spilled, p, n); }

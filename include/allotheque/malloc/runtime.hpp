@@ -103,16 +103,10 @@ public:
 
     // free: a block of the calling thread's heap goes straight back, any other
     // onto its owner's remote list. Inlined into each entry point (the path is
-    // mostly loads and compares) except for locality heaps, whose partitions'
-    // free is large enough that the copies measured worse (callgrind: Medius
-    // batch 325 -> 339 instructions, remote 408 -> 438; segregated pair 106 ->
-    // 97, Lea 262 -> 257).
-    [[gnu::always_inline]] static void deallocate(void* p) noexcept {
-        if constexpr (heap_type::locality_aware)
-            deallocate_outlined(p);
-        else
-            deallocate_body(p);
-    }
+    // mostly loads and compares), the locality heaps' too since their free
+    // shrank to a compare and a push (Velox and Medius: one instruction less
+    // a free, once dense_index::find was forced inline).
+    [[gnu::always_inline]] static void deallocate(void* p) noexcept { deallocate_body(p); }
 
     // `what`: the caller's name for the message of a bad pointer.
     static std::size_t usable(void* p, const char* what = "malloc_usable_size") noexcept {
@@ -436,8 +430,6 @@ private:
             return sp;
         }
     }
-
-    [[gnu::noinline]] static void deallocate_outlined(void* p) noexcept { deallocate_body(p); }
 
     // Every refusal on free's inlined path is a sibling call (a jump) to a
     // function that does not return, rather than a call: then free calls
