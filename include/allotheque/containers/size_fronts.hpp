@@ -193,9 +193,11 @@ private:
     // class's directory bit, the bound, the front.
     template <class H>
     [[gnu::noinline]] static void now_holds(H& h, std::size_t n, std::size_t i, std::size_t k, chunk_list* l) noexcept {
-        h.sizes.note(n, i);
         lower(h, i, k);
         aim(h, i, k, l);
+        // Last, so that the directory's slow half is a tail call and this
+        // saves no registers (Medius, random sizes: 13 instructions a call).
+        h.sizes.note(n, i);
     }
     template <class H>
     [[gnu::always_inline]] static void aim(H& h, std::size_t i, std::size_t k, chunk_list* l) noexcept {
