@@ -81,8 +81,8 @@ int main(int argc, char** argv) {
     if (!heap || steps == 0 ||
         (pattern != "all" && pattern != "pair" && pattern != "batch" && pattern != "random"))
         usage("usage: instructions_heaps --heap NAME --pattern pair|batch|random|all [--steps N]\n"
-              "  heaps: segregated quickfit kingsley velox medius velox-classed medius-classed lea twin-segregated twin-quickfit twin-kingsley "
-              "harness\n");
+              "  heaps: segregated quickfit kingsley velox medius velox-classed medius-classed lea "
+              "twin-segregated twin-quickfit twin-kingsley per_thread-segregated harness\n");
     const std::string_view h = heap;
     if (h == "segregated") return run_new<lib<allotheque::segregated_heap<>>>(heap, pattern, steps);
     if (h == "quickfit") return run_new<lib<allotheque::quickfit_heap<>>>(heap, pattern, steps);

@@ -21,10 +21,10 @@
 //
 // Invariants the fast paths rely on: a class whose stack of k is not empty
 // has its directory bit for k and is at or above low[k]; a front names such a
-// class or an emptied stack, and a class's bit is cleared (lacks) only when
-// its stack is found empty, which drops a front naming it. `H` is the
-// table's header: classes, sizes (the directory), last, and `by_size`, a
-// `state`.
+// class, an emptied stack, or no class (and then no_chunks, an empty list),
+// and a class's bit is cleared (lacks) only when its stack is found empty,
+// which drops a front naming it. `H` is the table's header: classes, sizes
+// (the directory), last, and `by_size`, a `state`.
 //
 // A nested table that `spills` (size_ways) may keep a size without a stack of
 // its own, in a list it searches after the stack; a stack it hands to another
