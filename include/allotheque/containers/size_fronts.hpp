@@ -140,7 +140,7 @@ struct size_fronts {
             if constexpr (predicate_remembers_frees<Pred>) h.last = i;
             return;
         }
-        put_missed(h, p, n, i, k);
+        put_missed(h, n, i, k, p);
     }
     // Chunks of size class k went into class i other than by put (a range
     // free): the bound may come down to it, and where the nested table
@@ -177,8 +177,8 @@ private:
     // function, every miss saved and restored six (Velox' malloc, random
     // sizes: 160 -> 149 instructions a step).
     template <class H>
-    [[gnu::noinline]] static void put_missed(H& h, std::byte* p, std::size_t n, std::size_t i,
-                                             std::size_t k) noexcept {
+    [[gnu::noinline]] static void put_missed(H& h, std::size_t n, std::size_t i, std::size_t k,
+                                             std::byte* p) noexcept {
         if (auto* c = h.classes.find(i)) [[likely]]
             if (chunk_list* l = Nested::find_chunks(*c, k)) {
                 const bool had = Nested::holds_chunks(*l);
@@ -187,7 +187,7 @@ private:
                 aim(h, i, k, l);
                 return;
             }
-        put_new(h, p, n, i, k);
+        put_new(h, n, i, k, p);
     }
     // Size class k's stack l in class i was empty and has a chunk now: the
     // class's directory bit, the bound, the front.
@@ -206,7 +206,7 @@ private:
     }
     // A free that makes a class or a stack, or hands a size a stack, or spills.
     template <class H>
-    [[gnu::noinline]] static void put_new(H& h, std::byte* p, std::size_t n, std::size_t i, std::size_t k) noexcept {
+    [[gnu::noinline]] static void put_new(H& h, std::size_t n, std::size_t i, std::size_t k, std::byte* p) noexcept {
         auto* c = h.classes.find(i);
         if (!c) [[unlikely]] c = &h.classes.obtain(i);
         const auto [l, evicted] = Nested::claim_chunks(*c, k);
