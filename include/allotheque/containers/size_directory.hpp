@@ -185,11 +185,7 @@ private:
     }
     [[gnu::noinline]] void note_slow(std::size_t size, std::size_t cls) noexcept {
         if (!indexed(size)) return;
-        // A mapped slot is one load: obtain, out of line, only maps (Medius'
-        // frees call this on every stack they make non-empty).
-        leaf* l = nullptr;
-        if constexpr (direct) l = slots_[cls >> leaf_bits];
-        if (!l) l = obtain(cls >> leaf_bits);
+        leaf* l = obtain(cls >> leaf_bits);
         if (!l) {
             complete_ = false;
             return;
@@ -197,10 +193,18 @@ private:
         bitmap(l->bits[size / step]).set(cls & (leaf_classes - 1));
         l->rows[size / step / 64] |= std::uint64_t{1} << (size / step % 64);
     }
-    leaf* obtain(std::size_t number) noexcept {
-        if constexpr (direct)
+    // A mapped slot, or the leaf used last, is one load (Medius' frees come
+    // here on every stack they make non-empty); the search and the mmap stay
+    // out of line.
+    [[gnu::always_inline]] leaf* obtain(std::size_t number) noexcept {
+        if constexpr (direct) {
             if (leaf* l = slots_[number]) return l;
-        if (last_ && last_number_ == number) return last_;
+        } else if (last_ && last_number_ == number) {
+            return last_;
+        }
+        return map_leaf(number);
+    }
+    [[gnu::noinline]] leaf* map_leaf(std::size_t number) noexcept {
         const std::size_t i = first_leaf_at_or_after(number);
         leaf* l = nullptr;
         if (i < used_ && leaves_[i].number == number) {
