@@ -121,7 +121,8 @@ struct size_fronts {
             return nullptr;
         }
         lacks(h, n, k, low);
-        for (std::size_t i = h.sizes.next(n, low + 1); i != npos; i = h.sizes.next(n, i + 1)) {
+        // One call of next(), inlined once.
+        for (std::size_t i = low; (i = h.sizes.next(n, i + 1)) != npos;) {
             if (i != t && i != last)
                 if (std::byte* p = take_at(h, i, k, n)) return low = i, p;
             lacks(h, n, k, i);
