@@ -5,6 +5,7 @@
 // per process; bench/instructions/run.py runs it under callgrind.
 //
 //   instructions_heaps --heap NAME --pattern pair|batch|random|all [--steps N]
+//   instructions_heaps --list        (the heaps, one name a line)
 //
 // Prints one JSON line per pattern: {"heap", "pattern", "ops", "unit", ...}.
 #include <cstddef>
@@ -65,9 +66,62 @@ int run_new(const char* heap, std::string_view pattern, std::size_t steps, A&&..
 template <class H>
 using lib = bench::raw::heap_policy<H>;
 
+using runner = int (*)(const char* heap, std::string_view pattern, std::size_t steps);
+template <class H>
+int run_heap(const char* heap, std::string_view pattern, std::size_t steps) {
+    return run_new<lib<H>>(heap, pattern, steps);
+}
+template <class Classes>
+int run_twin(const char* heap, std::string_view pattern, std::size_t steps) {
+    return run_new<twin_heap<Classes>>(heap, pattern, steps, twin_arena, sizeof twin_arena);
+}
+
+// Every row, in the report's order: the one list of them (run.py and the
+// smoke test read it from --list).
+struct row {
+    const char* name;
+    runner run;
+};
+constexpr row rows[] = {
+    {"segregated", run_heap<allotheque::segregated_heap<>>},
+    {"twin-segregated", run_twin<segregated_classes>},
+    {"quickfit", run_heap<allotheque::quickfit_heap<>>},
+    {"twin-quickfit", run_twin<quickfit_classes>},
+    {"kingsley", run_heap<allotheque::kingsley_heap<>>},
+    {"twin-kingsley", run_twin<kingsley_classes>},
+    {"velox", run_heap<allotheque::velox_heap<>>},
+    {"medius", run_heap<allotheque::medius_heap<>>},
+    // Over the segregated heap's classes, as the Velox and Medius malloc libraries are.
+    {"velox-classed",
+     run_heap<allotheque::heap<allotheque::velox_classed_partition<>, allotheque::arena_source,
+                               allotheque::velox_heap_options>>},
+    {"medius-classed",
+     run_heap<allotheque::heap<allotheque::medius_classed_partition<>, allotheque::arena_source,
+                               allotheque::medius_heap_options>>},
+    {"lea", run_heap<allotheque::lea_heap<>>},
+    // The same heap behind layers::per_thread: what the thread lookup and the
+    // owner check of a free add (the malloc library pays the same, in its own front).
+    {"per_thread-segregated", run_heap<allotheque::layers::per_thread<allotheque::segregated_heap<>>>},
+    {"harness", [](const char* heap, std::string_view pattern, std::size_t steps) {
+         return run_new<harness_policy>(heap, pattern, steps);
+     }},
+};
+
+[[noreturn]] void print_usage() {
+    std::string names;
+    for (const row& r : rows) (names += ' ') += r.name;
+    usage(("usage: instructions_heaps --heap NAME --pattern pair|batch|random|all [--steps N]\n"
+           "       instructions_heaps --list\n"
+           "  heaps:" + names + "\n").c_str());
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+    if (argc == 2 && std::string_view(argv[1]) == "--list") {
+        for (const row& r : rows) std::printf("%s\n", r.name);
+        return 0;
+    }
     const char* heap = nullptr;
     std::string pattern = "all";
     std::size_t steps = 100'000;
@@ -80,34 +134,9 @@ int main(int argc, char** argv) {
     }
     if (!heap || steps == 0 ||
         (pattern != "all" && pattern != "pair" && pattern != "batch" && pattern != "random"))
-        usage("usage: instructions_heaps --heap NAME --pattern pair|batch|random|all [--steps N]\n"
-              "  heaps: segregated quickfit kingsley velox medius velox-classed medius-classed lea "
-              "twin-segregated twin-quickfit twin-kingsley per_thread-segregated harness\n");
-    const std::string_view h = heap;
-    if (h == "segregated") return run_new<lib<allotheque::segregated_heap<>>>(heap, pattern, steps);
-    if (h == "quickfit") return run_new<lib<allotheque::quickfit_heap<>>>(heap, pattern, steps);
-    if (h == "kingsley") return run_new<lib<allotheque::kingsley_heap<>>>(heap, pattern, steps);
-    if (h == "velox") return run_new<lib<allotheque::velox_heap<>>>(heap, pattern, steps);
-    if (h == "medius") return run_new<lib<allotheque::medius_heap<>>>(heap, pattern, steps);
-    if (h == "lea") return run_new<lib<allotheque::lea_heap<>>>(heap, pattern, steps);
-    // Over the segregated heap's classes, as the Velox and Medius malloc libraries are.
-    if (h == "velox-classed")
-        return run_new<lib<allotheque::heap<allotheque::velox_classed_partition<>, allotheque::arena_source,
-                                            allotheque::velox_heap_options>>>(heap, pattern, steps);
-    if (h == "medius-classed")
-        return run_new<lib<allotheque::heap<allotheque::medius_classed_partition<>, allotheque::arena_source,
-                                            allotheque::medius_heap_options>>>(heap, pattern, steps);
-    if (h == "twin-segregated")
-        return run_new<twin_heap<segregated_classes>>(heap, pattern, steps, twin_arena, sizeof twin_arena);
-    if (h == "twin-quickfit")
-        return run_new<twin_heap<quickfit_classes>>(heap, pattern, steps, twin_arena, sizeof twin_arena);
-    if (h == "twin-kingsley")
-        return run_new<twin_heap<kingsley_classes>>(heap, pattern, steps, twin_arena, sizeof twin_arena);
-    // The same heap behind layers::per_thread: what the thread lookup and the
-    // owner check of a free add (the malloc library pays the same, in its own front).
-    if (h == "per_thread-segregated")
-        return run_new<lib<allotheque::layers::per_thread<allotheque::segregated_heap<>>>>(heap, pattern, steps);
-    if (h == "harness") return run_new<harness_policy>(heap, pattern, steps);
+        print_usage();
+    for (const row& r : rows)
+        if (std::string_view(r.name) == heap) return r.run(heap, pattern, steps);
     std::fprintf(stderr, "instructions_heaps: unknown heap '%s'\n", heap);
     return 2;
 }

@@ -46,8 +46,6 @@ BASELINES = [("glibc", None), ("jemalloc", LIBDIR + "/libjemalloc.so.2"),
              ("mimalloc", LIBDIR + "/libmimalloc.so.2"), ("tcmalloc", LIBDIR + "/libtcmalloc_minimal.so.4")]
 ALLOTHEQUE_MALLOCS = ["segregated", "quickfit", "kingsley", "velox", "medius", "lea"]
 MALLOC_PATTERNS = ["pair", "batch", "random", "realloc", "calloc", "aligned", "new", "remote"]
-HEAPS = ["segregated", "twin-segregated", "quickfit", "twin-quickfit", "kingsley", "twin-kingsley", "velox", "medius",
-         "velox-classed", "medius-classed", "lea", "per_thread-segregated", "harness"]
 HEAP_PATTERNS = ["pair", "batch", "random"]
 UNITS = {"pair": "pair", "batch": "pair", "random": "step", "realloc": "realloc", "calloc": "pair",
          "aligned": "pair", "new": "pair", "remote": "block"}
@@ -220,7 +218,9 @@ def plan(bdir, malloc_exe, heaps_exe, extra_libs, want_a, want_p):
     if not os.access(heaps_exe, os.X_OK):
         notes.append("{} not built: no heap table".format(heaps_exe))
     else:
-        for h in HEAPS:
+        # The rows are the program's own list (instructions_heaps --list).
+        heaps = subprocess.run([heaps_exe, "--list"], check=True, capture_output=True, text=True).stdout.split()
+        for h in heaps:
             if want_a and ("heap:" + h) not in want_a and h not in want_a:
                 continue
             heap_rows.append(h)
