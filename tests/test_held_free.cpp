@@ -311,12 +311,16 @@ namespace {
 // allocation that finds nothing forgets where its size was); a free pushes and makes its class the last used; a range free of one
 // size pushes each same-class run so that its first chunk ends on top.
 // Without `remembers` (match_first) there is no class used last: the hint's,
-// else the lowest. A class is address bits [shift, shift + bits): Velox'
+// else the lowest. With `per_size` (match_size_last_first) the class used
+// last is the one the size was last taken from or freed into, and no class
+// any size touched last is kept: no hint, that class, else the lowest; a
+// hint, its class, else that one, else the lowest. A class is address bits [shift, shift + bits): Velox'
 // vicinities are bits 16 and up, Medius' pages bits [12, 28).
 struct velox_rule {
     static constexpr std::size_t none = ~std::size_t{0};
     std::map<std::size_t, std::map<std::size_t, std::vector<std::size_t>>> stacks;   // class -> size -> offsets
     bool remembers = true;
+    bool per_size = false;
     std::size_t last = none;
     std::map<std::size_t, std::size_t> size_last;   // size -> the class it was last taken from or freed into
     std::uintptr_t base = 0;
@@ -336,13 +340,17 @@ struct velox_rule {
         const auto remembered = size_last.find(s);
         const std::size_t t = hint                                          ? vicinity(*hint)
                               : remembers && remembered != size_last.end() ? remembered->second
+                              : per_size                                    ? none
                                                                             : last;
-        auto taken = allocate_from(s, t);
+        const std::size_t second = !per_size                     ? last
+                                   : remembered != size_last.end() ? remembered->second
+                                                                   : none;
+        auto taken = allocate_from(s, t, second);
         if (taken) size_last[s] = vicinity(*taken);
         else size_last.erase(s);
         return taken;
     }
-    std::optional<std::size_t> allocate_from(std::size_t s, std::size_t t) {
+    std::optional<std::size_t> allocate_from(std::size_t s, std::size_t t, std::size_t second) {
         auto pop = [&](std::size_t v) -> std::optional<std::size_t> {
             auto c = stacks.find(v);
             if (c == stacks.end()) return std::nullopt;
@@ -355,8 +363,8 @@ struct velox_rule {
         };
         if (t != none)
             if (auto off = pop(t)) return off;
-        if (last != none && last != t)
-            if (auto off = pop(last)) return off;
+        if (second != none && second != t)
+            if (auto off = pop(second)) return off;
         for (auto& [v, sizes] : stacks)
             if (auto z = sizes.find(s); z != sizes.end() && !z->second.empty()) return pop(v);
         return std::nullopt;
@@ -386,11 +394,12 @@ struct velox_rule {
 // a size was when one of its stacks goes to another size, which the model
 // does not follow: those tables get hints only.
 template <class P, unsigned Shift = 16, unsigned Bits = 48, bool ExactChunk = true, bool NullHints = true>
-void follows_rule(bool remembers) {
+void follows_rule(bool remembers, bool per_size = false) {
     for (unsigned seed = 1; seed <= 2; ++seed) {
         table<P> a;
         velox_rule m;
         m.remembers = remembers;
+        m.per_size = per_size;
         m.base = reinterpret_cast<std::uintptr_t>(a.mem.base);
         m.shift = Shift;
         m.bits = Bits;
@@ -477,7 +486,7 @@ void follows_rule(bool remembers) {
                 REQUIRE(P::empty(a.h));
                 REQUIRE(drained.size() == free_chunks);
                 std::sort(drained.begin(), drained.end());
-                m = velox_rule{{}, remembers, velox_rule::none, {}, m.base, Shift, Bits};
+                m = velox_rule{{}, remembers, per_size, velox_rule::none, {}, m.base, Shift, Bits};
                 for (std::size_t off : drained) {
                     REQUIRE(live.count(off) == 0);
                     P::deallocate(a.h, a.at(off), chunk_size(off));
@@ -510,6 +519,19 @@ TEST_CASE("Medius over size classes follows the rule, range frees and drains inc
     using medius = al::medius_classed_partition<>;
     static_assert(medius::sized && !medius::holds_last_free);
     follows_rule<medius, 12, 16>(true);
+}
+
+TEST_CASE("with the class used last kept per size, a table follows that rule", "[held_free]") {
+    // The Medius library's partition (one size a page), and Velox' vicinities
+    // (many sizes a class), where the class any size touched last would
+    // often differ from the size's own.
+    using medius = al::medius_classed_partition<12, 16, 2, 65536, al::match_size_last_first>;
+    static_assert(medius::sized && !medius::holds_last_free);
+    follows_rule<medius, 12, 16>(true, true);
+    using inner = al::hash_table<al::size, al::list<void>, al::match_only, al::spaced_classes<16, 128, 4, 65536>>;
+    using velox = al::hash_table<al::vicinity<16>, inner, al::match_size_last_first, al::sparse_identity>;
+    static_assert(velox::sized);
+    follows_rule<velox>(true, true);
 }
 
 TEST_CASE("a table of ways follows the rule when its classes hold more sizes than ways", "[held_free]") {
@@ -582,4 +604,30 @@ TEST_CASE("a request without a hint goes where its size was last taken from or f
     first::allocate(f.h, al::request{32, f.at(v)});
     first::deallocate(f.h, f.at(v), 32);
     REQUIRE(first::allocate(f.h, al::request{32, nullptr}) == f.at(0));
+}
+
+TEST_CASE("match_size_last_first falls back to where the size was last, not to the class any size used last",
+          "[held_free]") {
+    // Vicinities 0, 1 and 2 hold 32-byte chunks; 32 bytes were last taken
+    // from vicinity 1, and a free of 64 bytes made vicinity 2 the class used
+    // last. A request hinted into vicinity 5, which holds nothing, goes to
+    // vicinity 1 per size, to vicinity 2 under match_last_first; without a
+    // hint, to vicinity 1 under both.
+    using inner = al::hash_table<al::size, al::list<void>, al::match_only, al::spaced_classes<16, 128, 4, 65536>>;
+    using per_size = al::hash_table<al::vicinity<16>, inner, al::match_size_last_first, al::sparse_identity>;
+    using any_size = al::hash_table<al::vicinity<16>, inner, al::match_last_first, al::sparse_identity>;
+    constexpr std::size_t v = std::size_t{1} << 16;
+    auto run = [&]<class P>(table<P>& t) {
+        for (std::size_t c = 0; c < 3; ++c)
+            for (std::size_t k = 0; k < 8; ++k) P::deallocate(t.h, t.at(c * v + k * 32), 32);
+        REQUIRE(t.offset(P::allocate(t.h, al::request{32, t.at(v)})) / v == 1);
+        P::deallocate(t.h, t.at(2 * v + 4096), 64);
+        const std::size_t hinted = t.offset(P::allocate(t.h, al::request{32, t.at(5 * v)})) / v;
+        REQUIRE(t.offset(P::allocate(t.h, al::request{32, nullptr})) / v == hinted);
+        return hinted;
+    };
+    table<per_size> a;
+    table<any_size> b;
+    REQUIRE(run(a) == 1);
+    REQUIRE(run(b) == 2);
 }

@@ -88,6 +88,11 @@ static_assert(al::next_fit::remembers && al::match_last_first::remembers && al::
 static_assert(al::predicate_remembers_frees<al::match_last_first> && !al::predicate_remembers_frees<al::match_next> &&
               !al::predicate_remembers_frees<al::next_fit> && !al::predicate_remembers_frees<al::match_first> &&
               al::predicate_remembers_frees<al::bounded<al::match_last_first, 4>>);
+// match_size_last_first keeps the class used last per size, and only that.
+static_assert(al::allocation_predicate<al::match_size_last_first> &&
+              al::predicate_last_per_size<al::match_size_last_first> &&
+              !al::predicate_last_per_size<al::match_last_first> && !al::predicate_last_per_size<al::match_first> &&
+              !al::predicate_takes_last_free<al::match_size_last_first>);
 static_assert(al::is_exact_match<al::match> && al::is_exact_match<al::match_only>);
 static_assert(!al::is_exact_match<al::match_first> && !al::is_exact_match<al::match_last_first> &&
               !al::is_exact_match<al::match_next> && !al::is_exact_match<al::first_fit> &&

@@ -18,6 +18,7 @@
 
 #include <allotheque/allocators/segregated.hpp>
 #include <allotheque/layers/per_thread.hpp>
+#include <allotheque/malloc/shipped.hpp>
 
 #include "common/policies.hpp"
 #include "instructions/measure.hpp"
@@ -91,12 +92,13 @@ constexpr row rows[] = {
     {"twin-kingsley", run_twin<kingsley_classes>},
     {"velox", run_heap<allotheque::velox_heap<>>},
     {"medius", run_heap<allotheque::medius_heap<>>},
-    // Over the segregated heap's classes, as the Velox and Medius malloc libraries are.
+    // The Velox and Medius malloc libraries' partitions (over the segregated
+    // heap's classes), with the header-only heaps' options.
     {"velox-classed",
-     run_heap<allotheque::heap<allotheque::velox_classed_partition<>, allotheque::arena_source,
+     run_heap<allotheque::heap<allotheque::malloc_declarations::velox::partition, allotheque::arena_source,
                                allotheque::velox_heap_options>>},
     {"medius-classed",
-     run_heap<allotheque::heap<allotheque::medius_classed_partition<>, allotheque::arena_source,
+     run_heap<allotheque::heap<allotheque::malloc_declarations::medius::partition, allotheque::arena_source,
                                allotheque::medius_heap_options>>},
     {"lea", run_heap<allotheque::lea_heap<>>},
     // The same heap behind layers::per_thread: what the thread lookup and the

@@ -25,9 +25,13 @@ using medius_partition = hash_table<skbit<S, K>, list<size, list<void>, match>, 
 // library uses, whose requests are rounded to those classes anyway. A direct
 // table of the 45 classes per page, as Velox' vicinities have, cost 9.5 % of
 // the Olden programs' peak memory; two ways cost 32 bytes a page.
-template <unsigned S = 12, unsigned K = 16, unsigned Ways = 2, std::size_t MaxSize = 64 * 1024>
+// The Medius library takes TopPredicate = match_size_last_first: its pages
+// hold one size each, so the page any size touched last never had the size
+// asked for.
+template <unsigned S = 12, unsigned K = 16, unsigned Ways = 2, std::size_t MaxSize = 64 * 1024,
+          class TopPredicate = match_last_first>
 using medius_classed_partition = hash_table<skbit<S, K>, size_ways<spaced_classes<16, 128, 4, MaxSize>, Ways>,
-                                            match_last_first, dense_identity>;
+                                            TopPredicate, dense_identity>;
 
 // Refills of two pages by default, from the heap's 16 KiB reservations
 // (heap_config::span_reserve), so the span record costs 0.8 % as for the

@@ -150,6 +150,10 @@ struct hash_table {
         requires Pred::start == start_at::lookup;
         requires Pred::fallback == fallback_to::first || Pred::fallback == fallback_to::last_then_first;
     };
+    static_assert(!predicate_last_per_size<Pred> || sized,
+                  "allotheque::hash_table: a predicate that keeps the class used last per size (last_per_size, "
+                  "match_size_last_first) needs an address attribute over a table of sizes, as in "
+                  "medius_classed_partition");
     using fronts = std::conditional_t<sized, size_fronts<Nested, Pred>, detail::no_size_fronts>;
     struct header_type {
         index_type classes;
@@ -564,7 +568,7 @@ public:
             if constexpr (directed) h.sizes.note(n, i);
             if constexpr (sized) fronts::freed_run(h, i, Nested::size_class_of(n));
             deallocate_run_in<Nested>(h.classes.obtain(i), ps, k, n);
-            if constexpr (predicate_remembers_frees<Pred>) h.last = i;
+            if constexpr (predicate_remembers_frees<Pred> && !predicate_last_per_size<Pred>) h.last = i;
             ps += k;
             count -= k;
         }

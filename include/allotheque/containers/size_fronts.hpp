@@ -12,12 +12,14 @@
 //
 // The rule is the table's predicate's (match_last_first: the target's class,
 // else the class used last, else the lowest class holding the size; match_first
-// without the middle step). Under match_last_first a request without a hint
-// targets its size's front, else the class used last: per size, the class
-// used last (a malloc without hints then reuses the chunk a free of the size
-// just put back, as a LIFO heap does, where the class of the previous
-// allocation, of another size, rarely holds the size). An allocation that
-// finds nothing drops the size's front.
+// without the middle step; match_size_last_first with the middle step the
+// size's front, so that no class any size touched last is kept or tried).
+// Under match_last_first a request without a hint targets its size's front,
+// else the class used last: per size, the class used last (a malloc without
+// hints then reuses the chunk a free of the size just put back, as a LIFO
+// heap does, where the class of the previous allocation, of another size,
+// rarely holds the size). An allocation that finds nothing drops the size's
+// front.
 //
 // Invariants the fast paths rely on: a class whose stack of k is not empty
 // has its directory bit for k and is at or above low[k]; a front names such a
@@ -44,6 +46,11 @@ struct size_fronts {
     static constexpr bool spills = requires { requires Nested::spills; };
     using chunk_list = typename Nested::chunk_list;
     static constexpr std::size_t no_class = npos - 1;   // not npos, which a request with no target class carries
+    // Whether the table keeps the class any size used last (h.last): every
+    // pop and free then stores it. Under last_per_size the size's front is
+    // the class used last, and h.last is never read.
+    static constexpr bool keeps_last = predicate_remembers<Pred> && !predicate_last_per_size<Pred>;
+    static constexpr bool frees_keep_last = keeps_last && predicate_remembers_frees<Pred>;
     // What a front with no class names: an empty list, never pushed to (no
     // class index equals no_class), so that a pop through any front is a
     // load and a test, with no test of the class first.
@@ -63,11 +70,13 @@ struct size_fronts {
     };
 
     // The class size class k was last taken from or freed into, else the
-    // class used last (the target of a request without a hint).
+    // class used last (the target of a request without a hint; npos, no
+    // class, where the table keeps none).
     template <class H>
     [[gnu::always_inline]] static std::size_t remembered(const H& h, std::size_t k) noexcept {
         const std::size_t i = h.by_size.front_class[k];
-        return i != no_class ? i : h.last;
+        if constexpr (keeps_last) return i != no_class ? i : h.last;
+        else return i != no_class ? i : npos;
     }
     // A request without a hint under a predicate that remembers targets its
     // size's front, so the front's chunks are the target's whenever there
@@ -78,7 +87,8 @@ struct size_fronts {
         requires predicate_remembers<Pred>
     {
         std::byte* p = Nested::pop_chunk(*h.by_size.front_chunks[k]);
-        if (p) h.last = h.by_size.front_class[k];
+        if constexpr (keeps_last)
+            if (p) h.last = h.by_size.front_class[k];
         return p;
     }
     // A pop from the chunks the size's front names, when they are the target's.
@@ -86,7 +96,7 @@ struct size_fronts {
     [[gnu::always_inline]] static std::byte* pop_front(H& h, std::size_t t, std::size_t k) noexcept {
         if (h.by_size.front_class[k] != t) return nullptr;
         std::byte* p = Nested::pop_chunk(*h.by_size.front_chunks[k]);
-        if constexpr (predicate_remembers<Pred>)
+        if constexpr (keeps_last)
             if (p) h.last = t;
         return p;
     }
@@ -101,7 +111,9 @@ struct size_fronts {
             if (std::byte* p = take_at(h, t, k, n)) return p;
         std::size_t last = npos;
         if constexpr (Pred::fallback == fallback_to::last_then_first) {
-            last = h.last;
+            // Per size, the front: a request without a hint targeted it.
+            if constexpr (keeps_last) last = h.last;
+            else if (const std::size_t f = h.by_size.front_class[k]; f != no_class) last = f;
             if (last != t)
                 if (std::byte* p = take_at(h, last, k, n)) return p;
         }
@@ -138,7 +150,7 @@ struct size_fronts {
     [[gnu::always_inline]] static void put(H& h, std::byte* p, std::size_t n, std::size_t i, std::size_t k) noexcept {
         if (h.by_size.front_class[k] == i) [[likely]] {
             Nested::push_chunk(*h.by_size.front_chunks[k], p, n);
-            if constexpr (predicate_remembers_frees<Pred>) h.last = i;
+            if constexpr (frees_keep_last) h.last = i;
             return;
         }
         put_missed(h, n, i, k, p);
@@ -203,7 +215,7 @@ private:
     template <class H>
     [[gnu::always_inline]] static void aim(H& h, std::size_t i, std::size_t k, chunk_list* l) noexcept {
         point(h, k, i, l);
-        if constexpr (predicate_remembers_frees<Pred>) h.last = i;
+        if constexpr (frees_keep_last) h.last = i;
     }
     // A free that makes a class or a stack, or hands a size a stack, or spills.
     template <class H>
@@ -217,7 +229,7 @@ private:
                 Nested::put_spilled(*c, p, n);
                 h.sizes.note(n, i);
                 lower(h, i, k);
-                if constexpr (predicate_remembers_frees<Pred>) h.last = i;
+                if constexpr (frees_keep_last) h.last = i;
                 return;
             }
         }
@@ -240,7 +252,7 @@ private:
         if constexpr (spills)
             if (!p) p = Nested::take_spilled(*c, n);
         if (!p) return nullptr;
-        if constexpr (predicate_remembers<Pred>) h.last = i;
+        if constexpr (keeps_last) h.last = i;
         return p;
     }
     // Class i has no chunk of size n (class k): its directory bit goes, and

@@ -59,15 +59,20 @@ inline constexpr heap_config unhinted_malloc_config = [] {
 // malloc + free against the list of exact sizes, 160 without the previous
 // allocation's hint).
 struct velox {
-    using heap = allotheque::heap<velox_classed_partition<>, arena_source, configured<unhinted_malloc_config>>;
+    using partition = velox_classed_partition<>;
+    using heap = allotheque::heap<partition, arena_source, configured<unhinted_malloc_config>>;
     static constexpr const char* name = "velox";
     static constexpr bool hint_previous_allocation = false;
 };
 
 // The same on page classes, each page's classes in two tagged ways
-// (medius_classed_partition).
+// (medius_classed_partition), with the class used last kept per size
+// (match_size_last_first): a page holds one size, so the page any size
+// touched last, the rule's second try, never served (random sizes: none of
+// 25,397 searches), and every pop and free stored it.
 struct medius {
-    using heap = allotheque::heap<medius_classed_partition<>, arena_source, configured<unhinted_malloc_config>>;
+    using partition = medius_classed_partition<12, 16, 2, 64 * 1024, match_size_last_first>;
+    using heap = allotheque::heap<partition, arena_source, configured<unhinted_malloc_config>>;
     static constexpr const char* name = "medius";
     static constexpr bool hint_previous_allocation = false;
 };

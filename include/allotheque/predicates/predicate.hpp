@@ -24,6 +24,11 @@
 //                    before any other: a container whose classes hand back
 //                    the chunk freed last may then keep that chunk out of its
 //                    classes until the next operation (see hash_table)
+//     last_per_size  with remembers, over a table of sizes (size_fronts): the
+//                    class used last is the one the requested size was last
+//                    taken from or freed into, not the one any size touched
+//                    last (where each class holds one size, as a page of
+//                    one-size spans does, that one never has the size)
 //     wants_sorted   the answer does not depend on the order classes are kept
 //                    in and is found soonest when they ascend: a container that
 //                    chooses its order (an element list) then keeps it sorted
@@ -120,6 +125,9 @@ template <class P>
 concept predicate_takes_last_free_is_bool =
     !requires { P::takes_last_free; } || requires { typename std::bool_constant<bool(P::takes_last_free)>; };
 template <class P>
+concept predicate_last_per_size_is_bool =
+    !requires { P::last_per_size; } || requires { typename std::bool_constant<bool(P::last_per_size)>; };
+template <class P>
 concept predicate_wants_sorted_is_bool =
     !requires { P::wants_sorted; } || requires { typename std::bool_constant<bool(P::wants_sorted)>; };
 template <class P>
@@ -148,7 +156,7 @@ concept allocation_predicate =
     requirements::predicate_remembers_is_bool<P> && requirements::predicate_remembers_frees_is_bool<P> &&
     requirements::predicate_lookup_only_is_bool<P> &&
     requirements::predicate_guided_walks_is_bool<P> && requirements::predicate_wants_sorted_is_bool<P> &&
-    requirements::predicate_takes_last_free_is_bool<P> &&
+    requirements::predicate_takes_last_free_is_bool<P> && requirements::predicate_last_per_size_is_bool<P> &&
     requirements::predicate_accepts_returns_bool<P> && requirements::predicate_start_is_a_start_at_enumerator<P> &&
     requirements::predicate_stop_is_a_stop_when_enumerator<P> &&
     requirements::predicate_fallback_is_a_fallback_to_enumerator<P>;
@@ -196,6 +204,13 @@ inline constexpr bool predicate_takes_last_free = false;
 template <class P>
     requires requires { P::takes_last_free; }
 inline constexpr bool predicate_takes_last_free<P> = predicate_remembers_frees<P> && bool(P::takes_last_free);
+
+// Meaningful only with remembers, and only over a table of sizes.
+template <class P>
+inline constexpr bool predicate_last_per_size = false;
+template <class P>
+    requires requires { P::last_per_size; }
+inline constexpr bool predicate_last_per_size<P> = predicate_remembers<P> && bool(P::last_per_size);
 
 template <class P>
 inline constexpr bool predicate_wants_sorted = false;
