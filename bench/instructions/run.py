@@ -215,18 +215,24 @@ def plan(bdir, malloc_exe, heaps_exe, extra_libs, want_a, want_p):
                 if not want_p or p in want_p:
                     jobs.append({"program": "malloc", "allocator": name, "pattern": p, "preload": lib,
                                  "expect": expect, "argv": argv})
+    # The rows are the program's own list (instructions_heaps --list); a
+    # program from an older tree, without the option, gives no heap table.
+    heaps = []
     if not os.access(heaps_exe, os.X_OK):
         notes.append("{} not built: no heap table".format(heaps_exe))
     else:
-        # The rows are the program's own list (instructions_heaps --list).
-        heaps = subprocess.run([heaps_exe, "--list"], check=True, capture_output=True, text=True).stdout.split()
-        for h in heaps:
-            if want_a and ("heap:" + h) not in want_a and h not in want_a:
-                continue
-            heap_rows.append(h)
-            for p in HEAP_PATTERNS:
-                if not want_p or p in want_p:
-                    jobs.append({"program": "heaps", "allocator": h, "pattern": p, "argv": [heaps_exe, "--heap", h]})
+        listed = subprocess.run([heaps_exe, "--list"], capture_output=True, text=True)
+        if listed.returncode != 0:
+            notes.append("{} --list failed (exit {}): no heap table".format(heaps_exe, listed.returncode))
+        else:
+            heaps = listed.stdout.split()
+    for h in heaps:
+        if want_a and ("heap:" + h) not in want_a and h not in want_a:
+            continue
+        heap_rows.append(h)
+        for p in HEAP_PATTERNS:
+            if not want_p or p in want_p:
+                jobs.append({"program": "heaps", "allocator": h, "pattern": p, "argv": [heaps_exe, "--heap", h]})
     return jobs, malloc_rows, heap_rows, notes
 
 
