@@ -566,9 +566,10 @@ public:
                 same_class_run(ps, count, [n](std::byte* p) { return class_of(Attr::of_chunk(p, n)); });
             const std::size_t i = class_of(Attr::of_chunk(ps[0], n));
             if constexpr (directed) h.sizes.note(n, i);
+            // A table of sizes keeps the class used last as its fronts say.
             if constexpr (sized) fronts::freed_run(h, i, Nested::size_class_of(n));
             deallocate_run_in<Nested>(h.classes.obtain(i), ps, k, n);
-            if constexpr (predicate_remembers_frees<Pred> && !predicate_last_per_size<Pred>) h.last = i;
+            if constexpr (!sized && predicate_remembers_frees<Pred>) h.last = i;
             ps += k;
             count -= k;
         }

@@ -111,9 +111,9 @@ struct size_fronts {
             if (std::byte* p = take_at(h, t, k, n)) return p;
         std::size_t last = npos;
         if constexpr (Pred::fallback == fallback_to::last_then_first) {
-            // Per size, the front: a request without a hint targeted it.
+            // Per size, the front (a request without a hint targeted it).
             if constexpr (keeps_last) last = h.last;
-            else if (const std::size_t f = h.by_size.front_class[k]; f != no_class) last = f;
+            else last = remembered(h, k);
             if (last != t)
                 if (std::byte* p = take_at(h, last, k, n)) return p;
         }
@@ -156,13 +156,14 @@ struct size_fronts {
         put_missed(h, n, i, k, p);
     }
     // Chunks of size class k went into class i other than by put (a range
-    // free): the bound may come down to it, and where the nested table
-    // spills, one of i's stacks may have gone to k: a front naming a stack
-    // that is no longer its size's goes (the others stay, so that a request
-    // without a hint still finds where its size was).
+    // free): the bound may come down to it, i is the class used last, and
+    // where the nested table spills, one of i's stacks may have gone to k: a
+    // front naming a stack that is no longer its size's goes (the others
+    // stay, so that a request without a hint still finds where its size was).
     template <class H>
     static void freed_run(H& h, std::size_t i, std::size_t k) noexcept {
         lower(h, i, k);
+        if constexpr (frees_keep_last) h.last = i;
         if constexpr (spills) {
             auto* c = h.classes.find(i);
             for (std::size_t z = 0; z < Nested::size_classes; ++z)
