@@ -102,6 +102,23 @@ TEST_CASE("address attributes ignore bits above the range", "[attributes]") {
     CHECK(al::skbit<12, 16>::of_chunk(at(b), 8) != al::skbit<12, 16>::of_chunk(at(b + 4096), 8));
 }
 
+TEST_CASE("a class key is the class, or equals no class", "[attributes]") {
+    // Ranges that end at the top of user addresses compare by the shift
+    // alone (hash_table's class_key): below 2^47 the key is the class...
+    static_assert(al::vicinity<16>::keyed_by_shift && al::page::keyed_by_shift && al::kbit<16>::keyed_by_shift);
+    static_assert(!al::skbit<12, 16>::keyed_by_shift && !al::cache_set<>::keyed_by_shift);
+    const std::uintptr_t a = 0x7fff12345678u;
+    CHECK(al::vicinity<16>::key_of_chunk(at(a)) == al::vicinity<16>::of_chunk(at(a), 8));
+    CHECK(al::page::key_of_chunk(at(a)) == al::page::of_chunk(at(a), 8));
+    CHECK(al::skbit<12, 16>::key_of_chunk(at(a)) == al::skbit<12, 16>::of_chunk(at(a), 8));
+    // ...and above, where the class ignores the high bits, the key is at
+    // least 2^width: no class has it, so a compare with a class fails.
+    const std::uintptr_t hi = (std::uintptr_t{1} << 50) | 0x12345678u;
+    CHECK(al::vicinity<16>::key_of_chunk(at(hi)) >= (std::uint64_t{1} << al::vicinity<16>::width));
+    CHECK(al::vicinity<16>::key_of_chunk(at(hi)) != al::vicinity<16>::of_chunk(at(hi), 8));
+    CHECK(al::skbit<12, 16>::key_of_chunk(at(hi)) == al::skbit<12, 16>::of_chunk(at(hi), 8));
+}
+
 TEST_CASE("class boundaries: same class within 2^lo bytes, next class after", "[attributes]") {
     const std::uintptr_t base = 0x55550000u;   // 64 KiB aligned
     CHECK(al::vicinity<16>::of_chunk(at(base), 8) == al::vicinity<16>::of_chunk(at(base + 0xffff), 8));

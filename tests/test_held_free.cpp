@@ -534,6 +534,35 @@ TEST_CASE("with the class used last kept per size, a table follows that rule", "
     follows_rule<velox>(true, true);
 }
 
+// A missed free reads its chunk's size from the class (size_fronts'
+// sizes_by_class): the inverse must give every class's exact size.
+template <class Classes>
+constexpr bool sizes_invert_classes() {
+    for (std::size_t k = 1; k < Classes::bounded_classes; ++k) {
+        const std::size_t n = Classes::size_of_class(k);
+        if (Classes::round(n) != n || Classes::classify(n).index != k || Classes::classify(n).size != n) return false;
+        if (Classes::classify(n - 1).index != k && Classes::classify(n - 1).index != k - 1) return false;
+    }
+    return Classes::size_of_class(Classes::bounded_classes - 1) == Classes::max_size;
+}
+static_assert(sizes_invert_classes<al::spaced_classes<16, 128, 4, 65536>>());
+static_assert(sizes_invert_classes<al::spaced_classes<8, 64, 2, 4096>>());
+static_assert(al::spaced_classes<16, 128, 4>::size_of_class(9) == 160 &&
+              al::spaced_classes<16, 128, 4>::size_of_class(13) == 320);   // unbounded: computed
+
+TEST_CASE("the tables of sizes under Velox and Medius tell each class's chunk size", "[held_free]") {
+    using classes = al::spaced_classes<16, 128, 4, 65536>;
+    using ways = al::size_ways<classes, 2>;
+    using inner = al::hash_table<al::size, al::list<void>, al::match_only, classes>;
+    static_assert(al::size_fronts<ways, al::match_size_last_first>::sizes_by_class);
+    static_assert(al::size_fronts<inner, al::match_last_first>::sizes_by_class);
+    for (const std::size_t n : {16u, 24u, 48u, 128u, 160u, 1000u, 1024u, 5000u, 65536u}) {
+        const std::size_t r = classes::round(n);
+        CHECK(ways::class_bytes(ways::size_class_of(r)) == r);
+        CHECK(inner::class_bytes(inner::size_class_of(r)) == r);
+    }
+}
+
 TEST_CASE("a table of ways follows the rule when its classes hold more sizes than ways", "[held_free]") {
     // 16 KiB classes over pages of random sizes: up to four sizes a class,
     // so one or two ways are claimed from size to size and sizes spill into

@@ -36,6 +36,17 @@ struct address_bits {
         return (static_cast<std::uint64_t>(a) >> Lo) & detail::low_mask(width);
     }
     static value_type of_chunk(const std::byte* p, std::size_t) noexcept { return of_address(detail::address_of(p)); }
+    // For a compare against a class already known (a size's front, on every
+    // free of Velox): a range that ends at the top of user addresses is the
+    // shift alone, no mask. A user address has zeros above bit 47, so this is
+    // its class; one with bits above (5-level paging) gives 2^width or more,
+    // which equals no class, and the compare fails into the caller's slow
+    // path, which takes the class from of_chunk.
+    static constexpr bool keyed_by_shift = Hi == address_bits_significant;
+    static value_type key_of_chunk(const std::byte* p) noexcept {
+        if constexpr (keyed_by_shift) return static_cast<std::uint64_t>(detail::address_of(p)) >> Lo;
+        else return of_address(detail::address_of(p));
+    }
     template <request_like R>
     static value_type of_request(const R& r) noexcept { return of_address(detail::address_of(r.hint)); }
     // The request's class is the hint's: with no hint there is none (a

@@ -369,6 +369,11 @@ public:
         // aligned malloc then called it (140 -> 148 instructions a pair).
         return classify_size<Hash, Attr>(n).index;
     }
+    static constexpr std::size_t class_bytes(std::size_t k) noexcept
+        requires indexes_sizes && requires { Hash::size_of_class(k); }
+    {
+        return Hash::size_of_class(k);
+    }
     // Every size has its stack here (size_ways' interface, where a size may
     // have none).
     [[gnu::always_inline]] static chunk_list* find_chunks(header_type& h, std::size_t k) noexcept
@@ -538,7 +543,7 @@ public:
     [[gnu::always_inline]] static void deallocate(header_type& h, std::byte* p, std::size_t n, std::size_t k) noexcept
         requires sized
     {
-        fronts::put(h, p, n, class_of(Attr::of_chunk(p, n)), k);
+        fronts::put(h, p, n, class_key(p, n), class_of(Attr::of_chunk(p, n)), k);
     }
 
     // Over addresses (Velox, Medius) this free is the heap's free itself, and
@@ -626,7 +631,7 @@ private:
     [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept
         requires sized
     {
-        fronts::put(h, p, n, i, Nested::size_class_of(n));
+        fronts::put(h, p, n, i, i, Nested::size_class_of(n));
     }
     [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept
         requires(!has_front && !sized)
@@ -831,6 +836,15 @@ private:
     }
     static constexpr std::size_t class_of(typename Attr::value_type v) noexcept {
         return Hash::template index_of<Attr>(v);
+    }
+    // Chunk p's class where it equals a class at all (address_bits'
+    // key_of_chunk through an identity hash: Velox' free skips a mask), else
+    // its class.
+    [[gnu::always_inline]] static std::size_t class_key(const std::byte* p, std::size_t n) noexcept {
+        if constexpr (requires { requires Hash::identity && Attr::keyed_by_shift; })
+            return static_cast<std::size_t>(Attr::key_of_chunk(p));
+        else
+            return class_of(Attr::of_chunk(p, n));
     }
 };
 

@@ -183,26 +183,34 @@ private:
         const std::size_t i = first_leaf_at_or_after(number);
         return i < used_ && leaves_[i].number == number ? leaves_[i].l : nullptr;
     }
+    // A mapped slot, or the leaf used last, costs the bit alone (Medius'
+    // frees come here on every stack they make non-empty), with no frame:
+    // the search among leaves and the mmap are a tail call.
     [[gnu::noinline]] void note_slow(std::size_t size, std::size_t cls) noexcept {
         if (!indexed(size)) return;
-        leaf* l = obtain(cls >> leaf_bits);
+        const std::size_t number = cls >> leaf_bits;
+        leaf* l;
+        if constexpr (direct) l = slots_[number];
+        else l = last_ && last_number_ == number ? last_ : nullptr;
+        if (!l) [[unlikely]]
+            return note_mapping(size, cls);
+        set_bit(*l, size, cls);
+    }
+    [[gnu::noinline]] void note_mapping(std::size_t size, std::size_t cls) noexcept {
+        leaf* l = map_leaf(cls >> leaf_bits);
         if (!l) {
             complete_ = false;
             return;
         }
-        bitmap(l->bits[size / step]).set(cls & (leaf_classes - 1));
-        l->rows[size / step / 64] |= std::uint64_t{1} << (size / step % 64);
+        set_bit(*l, size, cls);
     }
-    // A mapped slot, or the leaf used last, is one load (Medius' frees come
-    // here on every stack they make non-empty); the search and the mmap stay
-    // out of line.
-    [[gnu::always_inline]] leaf* obtain(std::size_t number) noexcept {
-        if constexpr (direct) {
-            if (leaf* l = slots_[number]) return l;
-        } else if (last_ && last_number_ == number) {
-            return last_;
-        }
-        return map_leaf(number);
+    // The row is marked in use when the word its bit goes in was empty (a
+    // word with a bit already says the row was marked since the last clear).
+    [[gnu::always_inline]] static void set_bit(leaf& l, std::size_t size, std::size_t cls) noexcept {
+        const std::size_t j = cls & (leaf_classes - 1);
+        std::uint64_t* row = l.bits[size / step];
+        if (row[j >> 6] == 0) l.rows[size / step / 64] |= std::uint64_t{1} << (size / step % 64);
+        bitmap(row).set(j);
     }
     [[gnu::noinline]] leaf* map_leaf(std::size_t number) noexcept {
         const std::size_t i = first_leaf_at_or_after(number);

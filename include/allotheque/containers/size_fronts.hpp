@@ -55,6 +55,15 @@ struct size_fronts {
     // class index equals no_class), so that a pop through any front is a
     // load and a test, with no test of the class first.
     static inline chunk_list no_chunks{};
+    // Where the nested table tells a class's chunk size (spaced_classes), a
+    // missed free reads it there, on the paths that need it, rather than
+    // taking it from the caller: the caller read it from the chunk's span
+    // before the compare on every free (one instruction a Velox or Medius
+    // free that hit its front).
+    static constexpr bool sizes_by_class = requires { Nested::class_bytes(std::size_t{}); };
+    struct by_class {};
+    static std::size_t bytes(std::size_t n, std::size_t) noexcept { return n; }
+    static std::size_t bytes(by_class, std::size_t k) noexcept { return Nested::class_bytes(k); }
     // Each front in two arrays rather than an array of pairs: a class index
     // then scales into both by 8 in the address itself, where a 16-byte pair
     // cost every malloc and free a shift and an add.
@@ -106,9 +115,16 @@ struct size_fronts {
     template <class H>
     [[gnu::noinline]] static std::byte* search(H& h, std::size_t t, std::size_t k, std::size_t n) noexcept {
         // Where the front names the target, pop_front found its stack
-        // empty (the class may still hold the size in its list).
-        if (spills || h.by_size.front_class[k] != t)
+        // empty: only the class's list may hold the size, where the nested
+        // table spills (the stack's second look costs a load; a caller may
+        // have put chunks back in between).
+        if (h.by_size.front_class[k] != t) {
             if (std::byte* p = take_at(h, t, k, n)) return p;
+        } else if constexpr (spills) {
+            if (std::byte* p = Nested::pop_chunk(*h.by_size.front_chunks[k])) return took(h, t, p);
+            if (auto* c = h.classes.find(t))
+                if (std::byte* p = Nested::take_spilled(*c, n)) return took(h, t, p);
+        }
         std::size_t last = npos;
         if constexpr (Pred::fallback == fallback_to::last_then_first) {
             // Per size, the front (a request without a hint targeted it).
@@ -145,15 +161,19 @@ struct size_fronts {
     }
     // Chunk [p, p+n) of size class k into class i: onto the front's stack
     // when the front names i (that class holds the size, so its bit is set
-    // and the bound is at or below it), else one call.
+    // and the bound is at or below it), else one call. `key` is i, or a value
+    // that equals i or no class at all (hash_table::class_key), compared in
+    // its place so that i is computed on the miss only.
     template <class H>
-    [[gnu::always_inline]] static void put(H& h, std::byte* p, std::size_t n, std::size_t i, std::size_t k) noexcept {
-        if (h.by_size.front_class[k] == i) [[likely]] {
+    [[gnu::always_inline]] static void put(H& h, std::byte* p, std::size_t n, std::size_t key, std::size_t i,
+                                           std::size_t k) noexcept {
+        if (h.by_size.front_class[k] == key) [[likely]] {
             Nested::push_chunk(*h.by_size.front_chunks[k], p, n);
-            if constexpr (frees_keep_last) h.last = i;
+            if constexpr (frees_keep_last) h.last = key;
             return;
         }
-        put_missed(h, n, i, k, p);
+        if constexpr (sizes_by_class) put_missed(h, by_class{}, i, k, p);
+        else put_missed(h, n, i, k, p);
     }
     // Chunks of size class k went into class i other than by put (a range
     // free): the bound may come down to it, i is the class used last, and
@@ -190,13 +210,12 @@ private:
     // calls nothing but in tail position, so it saves no registers. As one
     // function, every miss saved and restored six (Velox' malloc, random
     // sizes: 160 -> 149 instructions a step).
-    template <class H>
-    [[gnu::noinline]] static void put_missed(H& h, std::size_t n, std::size_t i, std::size_t k,
-                                             std::byte* p) noexcept {
+    template <class H, class N>
+    [[gnu::noinline]] static void put_missed(H& h, N n, std::size_t i, std::size_t k, std::byte* p) noexcept {
         if (auto* c = h.classes.find(i)) [[likely]]
             if (chunk_list* l = Nested::find_chunks(*c, k)) {
                 const bool had = Nested::holds_chunks(*l);
-                Nested::push_chunk(*l, p, n);
+                Nested::push_chunk(*l, p, bytes(n, k));
                 if (!had) return now_holds(h, n, i, k, l);
                 aim(h, i, k, l);
                 return;
@@ -205,13 +224,13 @@ private:
     }
     // Size class k's stack l in class i was empty and has a chunk now: the
     // class's directory bit, the bound, the front.
-    template <class H>
-    [[gnu::noinline]] static void now_holds(H& h, std::size_t n, std::size_t i, std::size_t k, chunk_list* l) noexcept {
+    template <class H, class N>
+    [[gnu::noinline]] static void now_holds(H& h, N n, std::size_t i, std::size_t k, chunk_list* l) noexcept {
         lower(h, i, k);
         aim(h, i, k, l);
         // Last, so that the directory's slow half is a tail call and this
         // saves no registers (Medius, random sizes: 13 instructions a call).
-        h.sizes.note(n, i);
+        h.sizes.note(bytes(n, k), i);
     }
     template <class H>
     [[gnu::always_inline]] static void aim(H& h, std::size_t i, std::size_t k, chunk_list* l) noexcept {
@@ -219,8 +238,9 @@ private:
         if constexpr (frees_keep_last) h.last = i;
     }
     // A free that makes a class or a stack, or hands a size a stack, or spills.
-    template <class H>
-    [[gnu::noinline]] static void put_new(H& h, std::size_t n, std::size_t i, std::size_t k, std::byte* p) noexcept {
+    template <class H, class N>
+    [[gnu::noinline]] static void put_new(H& h, N n_in, std::size_t i, std::size_t k, std::byte* p) noexcept {
+        const std::size_t n = bytes(n_in, k);
         auto* c = h.classes.find(i);
         if (!c) [[unlikely]] c = &h.classes.obtain(i);
         const auto [l, evicted] = Nested::claim_chunks(*c, k);
@@ -237,7 +257,7 @@ private:
         // A stack just made or claimed (noting a size the class had changes
         // nothing).
         Nested::push_chunk(*l, p, n);
-        now_holds(h, n, i, k, l);
+        now_holds(h, n_in, i, k, l);
     }
     // A pop from class i's stack of size class k (i may be npos: no class);
     // it becomes the size's front. Else, where the nested table spills, a
@@ -253,6 +273,11 @@ private:
         if constexpr (spills)
             if (!p) p = Nested::take_spilled(*c, n);
         if (!p) return nullptr;
+        if constexpr (keeps_last) h.last = i;
+        return p;
+    }
+    template <class H>
+    [[gnu::always_inline]] static std::byte* took(H& h, std::size_t i, std::byte* p) noexcept {
         if constexpr (keeps_last) h.last = i;
         return p;
     }

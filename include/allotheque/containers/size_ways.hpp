@@ -80,6 +80,12 @@ struct size_ways {
     [[gnu::always_inline]] static std::size_t size_class_of(std::size_t n) noexcept {
         return classify_size<Hash, size>(n).index;
     }
+    // The chunk size of class k, where the classes say (spaced_classes).
+    static constexpr std::size_t class_bytes(std::size_t k) noexcept
+        requires requires { Hash::size_of_class(k); }
+    {
+        return Hash::size_of_class(k);
+    }
     static constexpr size_class classify(std::size_t n) noexcept { return classify_size<Hash, size>(n); }
     template <request_like R>
     static bool accepts(const std::byte*, std::size_t n, const R& r) noexcept {

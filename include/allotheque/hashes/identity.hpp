@@ -27,6 +27,7 @@ struct identity_width {
 
 struct dense_identity {
     static constexpr bool exact = true;
+    static constexpr bool identity = true;   // index_of(v) == v
     template <class Attr>
     static constexpr std::size_t index_of(typename Attr::value_type v) noexcept { return static_cast<std::size_t>(v); }
     template <class Attr, class Header, class Init>
@@ -35,6 +36,7 @@ struct dense_identity {
 
 struct sparse_identity {
     static constexpr bool exact = true;
+    static constexpr bool identity = true;
     template <class Attr>
     static constexpr std::size_t index_of(typename Attr::value_type v) noexcept { return static_cast<std::size_t>(v); }
     template <class Attr, class Header, class Init>

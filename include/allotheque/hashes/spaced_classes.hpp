@@ -67,7 +67,30 @@ struct spaced_classes {
         if (n <= table_max) return table.entries[(n + Step - 1) / Step];
         return computed(n);
     }
+    static constexpr std::size_t computed_size_of(std::size_t k) noexcept {
+        if (k < linear_classes) return k * Step;
+        const std::size_t j = k - linear_classes;
+        const std::size_t g = linear_log + j / PerDoubling;
+        return (std::size_t{1} << g) + ((j % PerDoubling + 1) << (g - per_log));
+    }
     static constexpr std::size_t max_size = MaxSize != 0 ? MaxSize : ~std::size_t{0};
+    static constexpr std::size_t bounded_classes = MaxSize != 0 ? computed(MaxSize).index + 1 : 1;
+    struct sizes_type {
+        std::size_t entries[bounded_classes];
+    };
+    static constexpr sizes_type sizes = [] {
+        sizes_type t{};
+        for (std::size_t k = 0; k < bounded_classes; ++k) t.entries[k] = computed_size_of(k);
+        return t;
+    }();
+    // The size of class k, classify's inverse (one load where the classes are
+    // bounded): a table of sizes (the Velox and Medius frees) reads a missed
+    // chunk's size from its class instead of from its span, a load every
+    // free made before it knew it would miss.
+    [[gnu::always_inline]] static constexpr std::size_t size_of_class(std::size_t k) noexcept {
+        if constexpr (MaxSize != 0) return sizes.entries[k];
+        else return computed_size_of(k);
+    }
     static_assert(MaxSize == 0 || (MaxSize > Linear && round(MaxSize) == MaxSize),
                   "spaced_classes: MaxSize is a class size above Linear");
     template <class Attr, class Header, class Init>
