@@ -556,6 +556,10 @@ TEST_CASE("the tables of sizes under Velox and Medius tell each class's chunk si
     using inner = al::hash_table<al::size, al::list<void>, al::match_only, classes>;
     static_assert(al::size_fronts<ways, al::match_size_last_first>::sizes_by_class);
     static_assert(al::size_fronts<inner, al::match_last_first>::sizes_by_class);
+    // A page's stacks are often empty: a missed free notes its class without
+    // asking; a vicinity's asks (the model tests above run both).
+    static_assert(al::size_fronts<ways, al::match_size_last_first>::notes_every_miss);
+    static_assert(!al::size_fronts<inner, al::match_last_first>::notes_every_miss);
     for (const std::size_t n : {16u, 24u, 48u, 128u, 160u, 1000u, 1024u, 5000u, 65536u}) {
         const std::size_t r = classes::round(n);
         CHECK(ways::class_bytes(ways::size_class_of(r)) == r);

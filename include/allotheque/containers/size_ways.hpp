@@ -60,6 +60,9 @@ struct size_ways {
 
     static constexpr bool indexes_sizes = true;
     static constexpr bool spills = true;
+    // A class is small (a page), so a size's stack holds few chunks and is
+    // often empty (size_fronts::notes_every_miss).
+    static constexpr bool few_chunks_a_size = true;
     static constexpr std::size_t min_chunk = std::max(stacks::min_chunk, spill::min_chunk);
     static constexpr std::size_t max_chunk = Hash::max_size;
     static constexpr bool size_exact = true;
