@@ -63,8 +63,9 @@ struct size_fronts {
     static constexpr bool sizes_by_class = requires { Nested::class_bytes(std::size_t{}); };
     // Where a class's stack of a size holds few chunks (size_ways: Medius'
     // pages), a missed free finds it empty about as often as not, and the
-    // branch on it mispredicted on a quarter of the Medius library's frees
-    // (cachegrind's branch simulation): such a free then lowers the bound
+    // branch on it mispredicted often (cachegrind's branch simulation: 3.8
+    // million in the Medius library's 11.6 million frees of a threads_bench
+    // run, gone without it): such a free then lowers the bound
     // and notes the directory bit without asking, five instructions more a
     // step on random sizes and 3-5 % less time. Velox' vicinities keep many
     // chunks a size, and ask.
