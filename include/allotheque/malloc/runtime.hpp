@@ -154,11 +154,14 @@ public:
     }
 
     static void* aligned_alloc(std::size_t alignment, std::size_t n) noexcept {
-        if (!detail::is_pow2(alignment)) {
-            errno = EINVAL;
-            return nullptr;
-        }
+        if (!detail::is_pow2(alignment)) return invalid_alignment();
         return allocate(n, fix_alignment(alignment));
+    }
+    // Out of line: with errno set inline, g++ gave the Velox library's
+    // aligned_alloc a frame on every call (58 -> 52 instructions a pair).
+    [[gnu::noinline, gnu::cold]] static void* invalid_alignment() noexcept {
+        errno = EINVAL;
+        return nullptr;
     }
 
     static void* memalign(std::size_t alignment, std::size_t n) noexcept {
