@@ -224,12 +224,12 @@ private:
         if (auto* c = h.classes.find(i)) [[likely]]
             if (chunk_list* l = Nested::find_chunks(*c, k)) {
                 if constexpr (notes_every_miss) {
-                    // Each step a no-op where the stack had chunks.
+                    // Where a stack is often empty, the test of it
+                    // mispredicts: every miss notes (each step a no-op where
+                    // the stack had chunks), inline (as a call, Medius'
+                    // random sizes cost 3 instructions a step more).
                     Nested::push_chunk(*l, p, bytes(n, k));
-                    lower(h, i, k);
-                    aim(h, i, k, l);
-                    h.sizes.note(bytes(n, k), i);
-                    return;
+                    return note_holds(h, n, i, k, l);
                 }
                 const bool had = Nested::holds_chunks(*l);
                 Nested::push_chunk(*l, p, bytes(n, k));
@@ -243,6 +243,10 @@ private:
     // class's directory bit, the bound, the front.
     template <class H, class N>
     [[gnu::noinline]] static void now_holds(H& h, N n, std::size_t i, std::size_t k, chunk_list* l) noexcept {
+        note_holds(h, n, i, k, l);
+    }
+    template <class H, class N>
+    [[gnu::always_inline]] static void note_holds(H& h, N n, std::size_t i, std::size_t k, chunk_list* l) noexcept {
         lower(h, i, k);
         aim(h, i, k, l);
         // Last, so that the directory's slow half is a tail call and this
@@ -290,8 +294,7 @@ private:
         if constexpr (spills)
             if (!p) p = Nested::take_spilled(*c, n);
         if (!p) return nullptr;
-        if constexpr (keeps_last) h.last = i;
-        return p;
+        return took(h, i, p);
     }
     template <class H>
     [[gnu::always_inline]] static std::byte* took(H& h, std::size_t i, std::byte* p) noexcept {

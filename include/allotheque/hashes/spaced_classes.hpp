@@ -26,6 +26,8 @@ struct spaced_classes {
     static constexpr unsigned linear_log = std::countr_zero(Linear);
     static constexpr unsigned per_log = std::countr_zero(PerDoubling);
 
+    // computed(n).index, written out: through computed, Velox's malloc cost
+    // 2.8 instructions a step more on random sizes.
     template <class Attr>
     static constexpr std::size_t index_of(typename Attr::value_type n) noexcept {
         if (n <= Linear) return (n + Step - 1) / Step;
@@ -74,7 +76,11 @@ struct spaced_classes {
         return (std::size_t{1} << g) + ((j % PerDoubling + 1) << (g - per_log));
     }
     static constexpr std::size_t max_size = MaxSize != 0 ? MaxSize : ~std::size_t{0};
-    static constexpr std::size_t bounded_classes = MaxSize != 0 ? computed(MaxSize).index + 1 : 1;
+    // Every class up to MaxSize, or every class a 64-bit size has.
+    static constexpr std::size_t class_count =
+        MaxSize != 0 ? computed(MaxSize).index + 1 : linear_classes + (64 - linear_log) * PerDoubling;
+    // The table of sizes exists where the classes are bounded.
+    static constexpr std::size_t bounded_classes = MaxSize != 0 ? class_count : 1;
     struct sizes_type {
         std::size_t entries[bounded_classes];
     };
@@ -94,8 +100,7 @@ struct spaced_classes {
     static_assert(MaxSize == 0 || (MaxSize > Linear && round(MaxSize) == MaxSize),
                   "spaced_classes: MaxSize is a class size above Linear");
     template <class Attr, class Header, class Init>
-    using index = dense_index<MaxSize != 0 ? computed(MaxSize).index + 1 : linear_classes + (64 - linear_log) * PerDoubling,
-                              Header, Init>;
+    using index = dense_index<class_count, Header, Init>;
 };
 
 } // namespace allotheque
