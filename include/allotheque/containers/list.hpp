@@ -70,6 +70,12 @@ struct list<void, void, Pred, Links> {
     static void deallocate_run(header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
         for (std::size_t i = count; i-- > 0;) deallocate(h, ps[i], n);
     }
+    // Consecutive chunks linked in place, p on top.
+    static void deallocate_range(header_type& h, std::byte* p, std::size_t count, std::size_t n) noexcept {
+        chunk* top = h.head;
+        for (std::byte* c = p + count * n; c != p;) top = ::new (static_cast<void*>(c -= n)) chunk{top};
+        h.head = top;
+    }
     // Hands every chunk to f (which may overwrite it) and leaves the list empty.
     template <class F>
     static void drain(header_type& h, F&& f) noexcept {

@@ -10,7 +10,10 @@
 #pragma once
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 
+#include <allotheque/attributes/attribute.hpp>
+#include <allotheque/detail/bits.hpp>
 #include <allotheque/request.hpp>
 
 namespace allotheque {
@@ -89,6 +92,45 @@ void deallocate_run_in(typename C::header_type& h, std::byte* const* ps, std::si
         C::deallocate_run(h, ps, count, n);
     } else {
         for (std::size_t i = 0; i < count; ++i) C::deallocate(h, ps[i], n);
+    }
+}
+
+// Range deallocation of consecutive chunks (optional member of a partition):
+//   C::deallocate_range(h, p, count, n) gives back chunks p, p + n, ...,
+// p + (count - 1) * n, as if freed from the highest down: p ends on top, so
+// that allocations walk upwards (a heap's refill). A class container finds
+// where the class changes and hands each stretch down; the terminal list
+// links the chunks in place, with no array of addresses to read back.
+// `deallocate_range_in<C>` uses the member when C has one, else one by one.
+template <class C>
+void deallocate_range_in(typename C::header_type& h, std::byte* p, std::size_t count, std::size_t n) noexcept {
+    if constexpr (requires { C::deallocate_range(h, p, count, n); }) {
+        C::deallocate_range(h, p, count, n);
+    } else {
+        for (std::size_t j = count; j-- > 0;) C::deallocate(h, p + j * n, n);
+    }
+}
+
+// Of chunks p, p + n, ..., p + (count - 1) * n: how many at the top end share
+// the last one's class of `Attr` (`key(c)`: the class index of chunk c). One
+// size is one class; an address attribute whose classes are aligned blocks
+// (class_bytes) ends the stretch where the last chunk's block starts (a class
+// met again further down, by aliasing, is another stretch); else each chunk
+// is asked.
+template <class Attr, class Key>
+std::size_t same_class_tail(std::byte* p, std::size_t count, std::size_t n, Key&& key) noexcept {
+    if constexpr (size_attribute<Attr>) {
+        return count;
+    } else if constexpr (requires { requires Attr::class_bytes != 0; }) {
+        const std::uintptr_t first = detail::address_of(p);
+        const std::uintptr_t block = (first + (count - 1) * n) & ~std::uintptr_t{Attr::class_bytes - 1};
+        return block <= first ? count : count - (block - first + n - 1) / n;
+    } else {
+        std::byte* const last = p + (count - 1) * n;
+        const auto v = key(last);
+        std::size_t j = 1;
+        while (j < count && key(last - j * n) == v) ++j;
+        return j;
     }
 }
 

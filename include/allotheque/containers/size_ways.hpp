@@ -148,6 +148,10 @@ struct size_ways {
         if (chunk_list* l = claim_chunks(h, size_class_of(n)).chunks) deallocate_run_in<stacks>(*l, ps, count, n);
         else deallocate_run_in<spill>(h.spilled, ps, count, n);
     }
+    static void deallocate_range(header_type& h, std::byte* p, std::size_t count, std::size_t n) noexcept {
+        if (chunk_list* l = claim_chunks(h, size_class_of(n)).chunks) deallocate_range_in<stacks>(*l, p, count, n);
+        else deallocate_range_in<spill>(h.spilled, p, count, n);
+    }
     template <class F>
     static void drain(header_type& h, F&& f) noexcept {
         for (chunk_list& l : h.ways) stacks::drain(l, f);
