@@ -223,3 +223,26 @@ TEST_CASE("same_class_tail: one size, aligned address blocks, or each chunk aske
     struct no_blocks {};   // not a size, no aligned classes
     CHECK(al::same_class_tail<no_blocks>(mem, 6, 16, [](std::byte* c) { return (c - mem) / 32; }) == 2);
 }
+
+TEST_CASE("a range into a page whose empty stack another size held drops that size's front", "[deallocate_run][range]") {
+    // One tagged stack a page: the range's size claims the stack that 64 B
+    // chunks emptied, and the 64 B front that still named it must go, or the
+    // next 64 B request would pop a 128 B chunk (both range frees did that
+    // before the fronts were checked after the claim).
+    using P = al::medius_classed_partition<12, 16, 1>;
+    const bool as_run = GENERATE(false, true);
+    root<P> t;
+    std::byte* const page = t.base + 8 * 4096;
+    P::deallocate(t.h, page, 64);
+    REQUIRE(P::allocate(t.h, al::request{64, page, 0}) == page);
+    if (as_run) {
+        std::byte* const run[] = {page + 512, page + 640, page + 768, page + 896};
+        al::deallocate_run_in<P>(t.h, run, 4, 128);
+    } else {
+        al::deallocate_range_in<P>(t.h, page + 512, 4, 128);
+    }
+    CHECK(P::allocate(t.h, al::request{64, page, 0}) == nullptr);
+    CHECK(P::allocate(t.h, al::request{64, nullptr, 0}) == nullptr);
+    for (std::size_t j = 0; j < 4; ++j) CHECK(P::allocate(t.h, al::request{128, page, 0}) == page + 512 + j * 128);
+    CHECK(P::allocate(t.h, al::request{128, nullptr, 0}) == nullptr);
+}

@@ -621,9 +621,11 @@ private:
     template <class Give>
     static void freed_into(header_type& h, std::size_t i, std::size_t n, Give&& give) noexcept {
         if constexpr (directed) h.sizes.note(n, i);
-        // A table of sizes keeps the class used last as its fronts say.
-        if constexpr (sized) fronts::freed_run(h, i, Nested::size_class_of(n));
         give(h.classes.obtain(i));
+        // A table of sizes keeps the class used last as its fronts say; after
+        // `give`, which may have handed another size's empty stack to n (a
+        // front still naming it then goes).
+        if constexpr (sized) fronts::freed_run(h, i, Nested::size_class_of(n));
         if constexpr (!sized && predicate_remembers_frees<Pred>) h.last = i;
     }
 
