@@ -621,10 +621,12 @@ private:
     template <class Give>
     static void freed_into(header_type& h, std::size_t i, std::size_t n, Give&& give) noexcept {
         if constexpr (directed) h.sizes.note(n, i);
-        give(h.classes.obtain(i));
-        // A table of sizes keeps the class used last as its fronts say; after
-        // `give`, which may have handed another size's empty stack to n (a
-        // front still naming it then goes).
+        auto& c = h.classes.obtain(i);
+        // A table of sizes claims n's stack through its fronts (a stack
+        // another size held drops that size's front), so `give` finds it
+        // claimed, and keeps the class used last as its fronts say.
+        if constexpr (sized) fronts::claim(h, c, Nested::size_class_of(n));
+        give(c);
         if constexpr (sized) fronts::freed_run(h, i, Nested::size_class_of(n));
         if constexpr (!sized && predicate_remembers_frees<Pred>) h.last = i;
     }

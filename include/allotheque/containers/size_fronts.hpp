@@ -184,21 +184,26 @@ struct size_fronts {
         if constexpr (sizes_by_class) put_missed(h, by_class{}, i, k, p);
         else put_missed(h, n, i, k, p);
     }
+    // The stack of class c that chunks of size class k go on (the nested
+    // table's claim_chunks; nullptr: they spill). Where the nested table
+    // spills, a stack it hands over from another size drops the front that
+    // named it for that size; the other fronts stay, so that a request without
+    // a hint still finds where its size was. Every free that may claim a stack
+    // comes through here: a miss (put_new) and a range free (the table's).
+    template <class H, class C>
+    [[gnu::always_inline]] static chunk_list* claim(H& h, C& c, std::size_t k) noexcept {
+        const auto [l, evicted] = Nested::claim_chunks(c, k);
+        if constexpr (spills)
+            if (evicted != npos && h.by_size.front_chunks[evicted] == l) drop(h, evicted);
+        return l;
+    }
     // Chunks of size class k went into class i other than by put (a range
-    // free): the bound may come down to it, i is the class used last, and
-    // where the nested table spills, one of i's stacks may have gone to k: a
-    // front naming a stack that is no longer its size's goes (the others
-    // stay, so that a request without a hint still finds where its size was).
+    // free, its stack claimed first): the bound may come down to it, and i is
+    // the class used last.
     template <class H>
     static void freed_run(H& h, std::size_t i, std::size_t k) noexcept {
         lower(h, i, k);
         if constexpr (frees_keep_last) h.last = i;
-        if constexpr (spills) {
-            auto* c = h.classes.find(i);
-            for (std::size_t z = 0; z < Nested::size_classes; ++z)
-                if (h.by_size.front_class[z] == i && (!c || Nested::find_chunks(*c, z) != h.by_size.front_chunks[z]))
-                    drop(h, z);
-        }
     }
 
 private:
@@ -264,9 +269,8 @@ private:
         const std::size_t n = bytes(n_in, k);
         auto* c = h.classes.find(i);
         if (!c) [[unlikely]] c = &h.classes.obtain(i);
-        const auto [l, evicted] = Nested::claim_chunks(*c, k);
+        chunk_list* const l = claim(h, *c, k);
         if constexpr (spills) {
-            if (evicted != npos && h.by_size.front_chunks[evicted] == l) drop(h, evicted);
             if (!l) [[unlikely]] {
                 Nested::put_spilled(*c, p, n);
                 h.sizes.note(n, i);
