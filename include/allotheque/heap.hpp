@@ -751,11 +751,12 @@ private:
         sp->set_handed(to);
         if (to == total) forget_reservation(sp);
         std::byte* const rest = sp->base + (from + 1) * s;
+        const std::size_t count = to - from - 1;   // the chunks after the one returned
         if constexpr (detail::poison::enabled) {
-            detail::poison::hide(rest, (to - from - 1) * s);
-            for (std::size_t k = 0; k < to - from - 1; ++k) detail::poison::expose(rest + k * s, link_bytes);
+            detail::poison::hide(rest, count * s);
+            for (std::size_t k = 0; k < count; ++k) detail::poison::expose(rest + k * s, link_bytes);
         }
-        deallocate_range_in<P>(root_, rest, to - from - 1, s);
+        deallocate_range_in<P>(root_, rest, count, s);
         return sp->base + from * s;
     }
 

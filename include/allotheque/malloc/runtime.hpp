@@ -167,10 +167,7 @@ public:
     static void* memalign(std::size_t alignment, std::size_t n) noexcept {
         if (alignment == 0) alignment = 1;
         if (!detail::is_pow2(alignment)) {   // glibc rounds up to a power of two
-            if (alignment > (SIZE_MAX >> 1)) {
-                errno = EINVAL;
-                return nullptr;
-            }
+            if (alignment > (SIZE_MAX >> 1)) return invalid_alignment();
             alignment = std::size_t{1} << (64 - __builtin_clzll(alignment));
         }
         return allocate(n, fix_alignment(alignment));
