@@ -6,6 +6,8 @@
 //   double_free_remote   thread A allocates, B frees it twice
 //   double_free_mixed    B frees A's block, then A frees it again
 //   double_free_large    a 1 MiB block freed twice
+//   double_free_realloc_zero   realloc(p, 0) returns NULL having freed p
+//                        (glibc's answer), so a free(p) after it is a double free
 //   interior             free(p + 64) of a 256-byte block
 //   interior_large       free(p + 4096) of a 1 MiB block
 //   wrapped / wrapped_large   free(p + 2^48) of a 256-byte / 1 MiB block: an
@@ -298,6 +300,11 @@ int main(int argc, char** argv) {
     } else if (c == "double_free_large") {
         void* p = malloc(1 << 20);
         free(p);
+        free(p);
+    } else if (c == "double_free_realloc_zero") {
+        void* p = malloc(40);
+        sink = p;
+        if (realloc(p, 0) != nullptr) die("realloc(p, 0) did not return NULL");
         free(p);
     } else if (c == "interior") {
         auto* p = static_cast<char*>(malloc(256));

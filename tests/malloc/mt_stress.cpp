@@ -201,6 +201,15 @@ void api_checks() {
     CHECK(posix_memalign(&p, 24, 10) == EINVAL);
     CHECK(posix_memalign(&p, 4, 10) == EINVAL);
     CHECK(p == reinterpret_cast<void*>(1));
+    // aligned_alloc: EINVAL for a non power of two; memalign rounds one up
+    // (glibc's answer) unless no power of two of size_t is above it.
+    errno = 0;
+    CHECK(aligned_alloc(24, 48) == nullptr && errno == EINVAL);
+    errno = 0;
+    CHECK(memalign(SIZE_MAX, 1) == nullptr && errno == EINVAL);
+    void* rounded = memalign(24, 10);
+    CHECK(rounded && reinterpret_cast<std::uintptr_t>(rounded) % 32 == 0);
+    free(rounded);
     for (std::size_t a = 8; a <= (std::size_t{1} << 20); a <<= 1) {
         for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{100}, std::size_t{5000}, std::size_t{200000}}) {
             void* q = nullptr;
