@@ -74,9 +74,12 @@ public:
 
     // A chunk of `size` went into class `cls`. On every free: the class's
     // leaf at a glance (glance()) and a bit already set cost two compares and
-    // one load; the rest is out of line.
+    // one load; the rest is out of line. The size's test comes first, so that
+    // it folds away where the caller's sizes are known to be indexed (a table
+    // of classes') and the out-of-line half does not repeat it.
     [[gnu::always_inline]] void note(std::size_t size, std::size_t cls) noexcept {
-        if (const leaf* l = glance(cls); l && indexed(size)) [[likely]]
+        if (!indexed(size)) return;
+        if (const leaf* l = glance(cls)) [[likely]]
             if (has_bit(*l, size, cls)) return;
         note_slow(size, cls);
     }
@@ -187,7 +190,6 @@ private:
     // frees come here on every stack they make non-empty), with no frame:
     // the search among leaves and the mmap are a tail call.
     [[gnu::noinline]] void note_slow(std::size_t size, std::size_t cls) noexcept {
-        if (!indexed(size)) return;
         const std::size_t number = cls >> leaf_bits;
         leaf* l;
         if constexpr (direct) l = slots_[number];

@@ -33,7 +33,9 @@
 // size (claim_chunks' `evicted`) drops the front naming it, and a class's bit
 // goes only when both are empty. Over a direct table all of it compiles out.
 #pragma once
+#include <algorithm>
 #include <cstddef>
+#include <numeric>
 
 #include <allotheque/detail/bitmap_tree.hpp>
 #include <allotheque/predicates/predicate.hpp>
@@ -72,7 +74,26 @@ struct size_fronts {
     static constexpr bool notes_every_miss = requires { requires Nested::few_chunks_a_size; };
     struct by_class {};
     static std::size_t bytes(std::size_t n, std::size_t) noexcept { return n; }
-    static std::size_t bytes(by_class, std::size_t k) noexcept { return Nested::class_bytes(k); }
+    [[gnu::always_inline]] static std::size_t bytes(by_class, std::size_t k) noexcept {
+        const std::size_t n = Nested::class_bytes(k);
+        // What every class's size is, told to the optimiser: the directory's
+        // test of a size it indexes then folds away on every missed free.
+        if (n > class_bytes_bounds.max || n % class_bytes_bounds.step != 0) __builtin_unreachable();
+        return n;
+    }
+    struct size_bounds {
+        std::size_t max = 0, step = 0;
+    };
+    static constexpr size_bounds class_bytes_bounds = [] {
+        size_bounds b;
+        if constexpr (sizes_by_class)
+            for (std::size_t k = 0; k < Nested::size_classes; ++k) {
+                const std::size_t n = Nested::class_bytes(k);
+                b.max = std::max(b.max, n);
+                b.step = std::gcd(b.step, n);
+            }
+        return b;
+    }();
     // Each front in two arrays rather than an array of pairs: a class index
     // then scales into both by 8 in the address itself, where a 16-byte pair
     // cost every malloc and free a shift and an add.
