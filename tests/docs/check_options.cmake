@@ -1,8 +1,8 @@
-# The README's option table lists every cache option of the build, and only
+# docs/install.md's option table lists every cache option of the build, and only
 # those. Run as `cmake -DSOURCE_DIR=<root> -P check_options.cmake`.
 #
 # Options are found as option(ALLOTHEQUE_...) and set(ALLOTHEQUE_... CACHE ...)
-# in every CMakeLists.txt outside build trees; table rows are README lines
+# in every CMakeLists.txt outside build trees; table rows are docs/install.md lines
 # that start with "| `ALLOTHEQUE_".
 cmake_minimum_required(VERSION 3.25)
 if(NOT SOURCE_DIR)
@@ -25,7 +25,7 @@ foreach(f IN LISTS lists)
 endforeach()
 list(REMOVE_DUPLICATES defined)
 
-file(STRINGS ${SOURCE_DIR}/README.md rows REGEX "^\\| `ALLOTHEQUE_[A-Z0-9_]+` \\|")
+file(STRINGS ${SOURCE_DIR}/docs/install.md rows REGEX "^\\| `ALLOTHEQUE_[A-Z0-9_]+` \\|")
 set(listed "")
 foreach(row IN LISTS rows)
   string(REGEX MATCH "ALLOTHEQUE_[A-Z0-9_]+" name "${row}")
@@ -35,16 +35,16 @@ endforeach()
 set(problems "")
 foreach(name IN LISTS defined)
   if(NOT name IN_LIST listed)
-    string(APPEND problems "\n  ${name} is a build option but has no row in README.md's option table")
+    string(APPEND problems "\n  ${name} is a build option but has no row in docs/install.md's option table")
   endif()
 endforeach()
 foreach(name IN LISTS listed)
   if(NOT name IN_LIST defined)
-    string(APPEND problems "\n  README.md's option table lists ${name}, which no CMakeLists.txt defines")
+    string(APPEND problems "\n  docs/install.md's option table lists ${name}, which no CMakeLists.txt defines")
   endif()
 endforeach()
 if(problems)
-  message(FATAL_ERROR "README.md option table out of step:${problems}")
+  message(FATAL_ERROR "docs/install.md option table out of step:${problems}")
 endif()
 list(LENGTH defined n)
-message(STATUS "README.md lists all ${n} options")
+message(STATUS "docs/install.md lists all ${n} options")
