@@ -672,9 +672,12 @@ TEST_CASE("heap: a span of small chunks is reserved for its size and handed out 
         std::byte* beyond = p + 2 * page;   // in the span, not handed out yet
         CHECK(map.find(beyond) == map.find(p));
         CHECK(heap_t::span_of_any(beyond) == nullptr);
-        CHECK(heap_t::chunk_span_of(beyond) == nullptr);
-        CHECK(heap_t::chunk_span_of(p) == map.find(p));
-        CHECK(heap_t::chunk_span_of(nullptr) == nullptr);
+        CHECK(heap_t::span_at(beyond) == map.find(p));   // free's fast path: the span, then the chunk test
+        CHECK_FALSE(heap_t::span_at(beyond)->chunk_start(beyond));
+        CHECK_FALSE(heap_t::span_at(beyond)->held_chunk_start(beyond));
+        CHECK(heap_t::span_at(p)->chunk_start(p));
+        CHECK(heap_t::span_at(p)->held_chunk_start(p));
+        CHECK(heap_t::span_at(nullptr) == nullptr);
         CHECK(h.owns(beyond));   // the span is the heap's ...
         const auto [aborted, err] = in_child([&] { h.deallocate(beyond); });
         CHECK(aborted);   // ... but no block starts there
@@ -706,9 +709,12 @@ TEST_CASE("heap: span records reused across every state", "[backend][reclaim]") 
         // before. An address taken modulo 2^48 onto this block is no chunk.
         be::span* sp = be::page_map::instance().find(b.p);
         REQUIRE(heap_type::span_of_any(b.p) == sp);
-        REQUIRE(heap_type::chunk_span_of(b.p) == (sp->state == be::span_state::small ? sp : nullptr));
-        const auto wrapped = reinterpret_cast<std::uintptr_t>(b.p) + (std::uintptr_t{1} << 48);
-        REQUIRE(heap_type::chunk_span_of(reinterpret_cast<void*>(wrapped)) == nullptr);
+        REQUIRE(heap_type::span_at(b.p) == sp);
+        REQUIRE(sp->chunk_start(b.p) == (sp->state == be::span_state::small));
+        REQUIRE(sp->held_chunk_start(b.p) == (sp->state == be::span_state::small));
+        const auto* wrapped = reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(b.p) + (std::uintptr_t{1} << 48));
+        const be::span* at_wrapped = heap_type::span_at(wrapped);
+        REQUIRE((at_wrapped == nullptr || !at_wrapped->chunk_start(wrapped)));
         for (std::size_t k = 0; k < b.n; k += 509) REQUIRE(b.p[k] == b.fill);
         REQUIRE(b.p[b.n - 1] == b.fill);
         h.deallocate(b.p, al::request{b.n});

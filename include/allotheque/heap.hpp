@@ -290,7 +290,7 @@ public:
         if (sp.state == state::large) return deallocate_large(static_cast<std::byte*>(p));
         deallocate_chunk(p, sp);
     }
-    // The same for a chunk of a small span (chunk_span_of(p) found sp).
+    // The same for a chunk of a small span (span::chunk_start(p) said so).
     [[gnu::always_inline]] inline void deallocate_chunk(void* p, span& sp) noexcept { put_back<true>(p, sp); }
     // A block whose free the caller checked before queueing it (the malloc's
     // remote frees, drained by the owner): its mark, whatever the queue left
@@ -311,16 +311,16 @@ public:
     // The span of p, a block some heap of this process handed out and that is
     // still out (checked when it was freed, say, and queued since): the page
     // map's entry alone, no test.
-    [[gnu::always_inline]] static span& span_of_block(const void* p) noexcept {
-        return *backend::page_map::instance().find_wrapped(p);
-    }
-    // The small span if p is the start of a chunk of any heap of this process,
-    // else nullptr: for any p, null and addresses past the page map included.
-    // One test tells a chunk from everything else (span::handed), so free's
-    // fast path reads no state and makes no range test.
-    [[gnu::always_inline]] static span* chunk_span_of(const void* p) noexcept {
-        span* sp = backend::page_map::instance().find_wrapped(p);
-        return sp && sp->chunk_start(p) ? sp : nullptr;
+    [[gnu::always_inline]] static span& span_of_block(const void* p) noexcept { return *span_at(p); }
+    // The page map's entry for p: the span in use there (small or large, any
+    // heap's), or nullptr, for any p (null and addresses past the page map
+    // included); p itself is not tested. A free's fast path asks the span
+    // whose it is, then whether p starts a chunk handed out (one test tells
+    // a chunk from everything else, so it reads no state and makes no range
+    // test): span::held_chunk_start where the caller's heap holds it,
+    // span::chunk_start anywhere else.
+    [[gnu::always_inline]] static span* span_at(const void* p) noexcept {
+        return backend::page_map::instance().find_wrapped(p);
     }
     // The mark of a chunk whose free must be refused (see free_marks), for a
     // caller that queues frees elsewhere: true if p already looks freed.

@@ -4,9 +4,12 @@
 // malloc's free(p), usable_size(p) without a size).
 //
 // Layout: 48-bit addresses, 36-bit page numbers split 18 / 18. The root (2 MiB
-// of pointers) and each leaf (2 MiB, covering 1 GiB of addresses) are mapped
+// of entries) and each leaf (2 MiB, covering 1 GiB of addresses) are mapped
 // lazily with MAP_NORESERVE and without huge pages, so the resident cost is
 // one 8-byte entry per page of heap in use (0.2 %) plus the touched root pages.
+// A root entry is its leaf's address less the leaf's first page number times
+// 8 (zero: no leaf), so that the whole page number indexes it: the lookup
+// masks nothing after the root (free's path: one instruction less).
 //
 // Threads: a span's pages are written by the heap that holds the span and read
 // by anyone; entries are atomic (relaxed stores; a reader that may see a span
@@ -36,6 +39,8 @@ class page_map {
     static_assert(detail::page_size == std::size_t{1} << page_bits);
 
     using leaf = span**;   // an array of leaf_count entries
+    // A root entry: leaf - (index << leaf_bits) entries, as an integer.
+    using biased = std::uintptr_t;
 
 public:
     static constexpr std::size_t leaf_bytes = leaf_count * sizeof(span*);
@@ -57,9 +62,9 @@ public:
     span* find(const void* p) const noexcept {
         const std::uintptr_t pg = detail::address_of(p) >> page_bits;
         if ((pg >> (root_bits + leaf_bits)) != 0) return nullptr;
-        const leaf l = root_[pg >> leaf_bits].load(std::memory_order_acquire);
-        if (!l) return nullptr;
-        return std::atomic_ref<span*>(l[pg & (leaf_count - 1)]).load(std::memory_order_relaxed);
+        const biased b = root_[pg >> leaf_bits].load(std::memory_order_acquire);
+        if (!b) return nullptr;
+        return std::atomic_ref<span*>(*entry(b, pg)).load(std::memory_order_relaxed);
     }
 
     // find() without its range test, for a caller whose next test rejects
@@ -68,10 +73,12 @@ public:
     // taken modulo 2^48, so null and any other address give nullptr or a
     // span that test refuses. Saves free a compare and a branch.
     [[gnu::always_inline]] span* find_wrapped(const void* p) const noexcept {
-        const std::uintptr_t pg = detail::address_of(p) >> page_bits;
-        const leaf l = root_[(pg >> leaf_bits) & (root_count - 1)].load(std::memory_order_acquire);
-        if (!l) return nullptr;
-        return std::atomic_ref<span*>(l[pg & (leaf_count - 1)]).load(std::memory_order_relaxed);
+        // The page number modulo 2^36 by two shifts, so that the root's
+        // index needs no mask either.
+        const std::uintptr_t pg = (detail::address_of(p) << (64 - address_bits)) >> (64 - address_bits + page_bits);
+        const biased b = root_[pg >> leaf_bits].load(std::memory_order_acquire);
+        if (!b) return nullptr;
+        return std::atomic_ref<span*>(*entry(b, pg)).load(std::memory_order_relaxed);
     }
 
     // Maps the `pages` pages from `first` (page-aligned) to s. False when a
@@ -100,28 +107,42 @@ public:
     std::size_t leaves() const noexcept { return leaves_.load(std::memory_order_relaxed); }
 
 private:
+    // The entry of page number pg (below 2^36) in the leaf whose root entry is b.
+    static span** entry(biased b, std::uintptr_t pg) noexcept {
+        return reinterpret_cast<span**>(b + pg * sizeof(span*));
+    }
+    static biased bias(void* l, std::uintptr_t index) noexcept {
+        return detail::address_of(l) - (index << leaf_bits) * sizeof(span*);
+    }
+    static leaf unbias(biased b, std::uintptr_t index) noexcept { return entry(b, index << leaf_bits); }
+
     void write(std::uintptr_t pg, std::size_t pages, span* s) noexcept {
         for (std::size_t i = 0; i < pages; ++i) {
             const std::uintptr_t p = pg + i;
-            if (leaf l = root_[p >> leaf_bits].load(std::memory_order_acquire))
-                std::atomic_ref<span*>(l[p & (leaf_count - 1)]).store(s, std::memory_order_release);
+            if (const biased b = root_[p >> leaf_bits].load(std::memory_order_acquire))
+                std::atomic_ref<span*>(*entry(b, p)).store(s, std::memory_order_release);
         }
     }
 
     leaf leaf_for(std::uintptr_t index) noexcept {
-        std::atomic<leaf>& slot = root_[index];
-        leaf l = slot.load(std::memory_order_acquire);
-        if (l) return l;
+        std::atomic<biased>& slot = root_[index];
+        if (const biased b = slot.load(std::memory_order_acquire)) return unbias(b, index);
         prepare_root();
         void* m = map(leaf_bytes);
         if (!m) return nullptr;
-        leaf expected = nullptr;
-        if (slot.compare_exchange_strong(expected, static_cast<leaf>(m), std::memory_order_acq_rel)) {
+        if (bias(m, index) == 0) {   // it would read as no leaf: take another address
+            void* other = map(leaf_bytes);
+            ::munmap(m, leaf_bytes);
+            if (!other) return nullptr;
+            m = other;   // mapped while m was, so at another address
+        }
+        biased expected = 0;
+        if (slot.compare_exchange_strong(expected, bias(m, index), std::memory_order_acq_rel)) {
             leaves_.fetch_add(1, std::memory_order_relaxed);
             return static_cast<leaf>(m);
         }
         ::munmap(m, leaf_bytes);
-        return expected;
+        return unbias(expected, index);
     }
 
     // The root lives in static storage, where transparent huge pages
@@ -158,7 +179,7 @@ private:
         return m;
     }
 
-    std::atomic<leaf> root_[root_count] = {};   // 2 MiB of zero pages until touched
+    std::atomic<biased> root_[root_count] = {};   // 2 MiB of zero pages until touched
     std::atomic<std::size_t> leaves_{0};
     std::atomic<unsigned> inject_{0};
     std::atomic<int> root_state_{0};   // 0: untouched, 1: being prepared, 2: ready
@@ -183,7 +204,7 @@ inline std::size_t page_map::resident_bytes() const noexcept {
     const auto start = detail::address_of(&root_[0]) & ~(detail::page_size - 1);
     std::size_t total = resident(reinterpret_cast<const void*>(start), root_bytes + detail::page_size);
     for (std::size_t i = 0; i < root_count; ++i)
-        if (leaf l = root_[i].load(std::memory_order_acquire)) total += resident(l, leaf_bytes);
+        if (const biased b = root_[i].load(std::memory_order_acquire)) total += resident(unbias(b, i), leaf_bytes);
     return total;
 }
 

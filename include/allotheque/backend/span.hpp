@@ -127,9 +127,15 @@ struct alignas(64) span {
     // Whether p is the start of a chunk of this small span that has been
     // handed to the heap's partition (not one still reserved). p must lie in
     // the span's pages (the page map's answer for it).
-    bool chunk_start(const void* p) const noexcept {
+    bool chunk_start(const void* p) const noexcept { return chunk_below(p, handed_chunks()); }
+    // The same, asked by the heap that holds the span, the only one that
+    // moves `handed`: a plain load, which the compare takes as its operand
+    // (the atomic load is a move of its own: one instruction on every free
+    // of the holder's own blocks).
+    bool held_chunk_start(const void* p) const noexcept { return chunk_below(p, handed); }
+    bool chunk_below(const void* p, std::size_t chunks) const noexcept {
         const auto off = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base);
-        return chunk_number(off) < handed_chunks();
+        return chunk_number(off) < chunks;
     }
 
     std::byte* end() const noexcept { return base + bytes; }

@@ -44,10 +44,13 @@ struct free_marks {
     static std::uint64_t local(const void* p) noexcept {
         return reinterpret_cast<std::uintptr_t>(p) ^ free_mark_key();
     }
-    static std::uint64_t remote(const void* p) noexcept { return ~local(p); }
-    // Whether w is either mark of p: w ^ local(p) is then 0 or all ones, the
-    // two values that + 1 takes to 1 or 0 (one compare instead of two).
-    static bool either(std::uint64_t w, const void* p) noexcept { return (w ^ local(p)) + 1 <= 1; }
+    // The local mark with its lowest bit flipped (a key is odd, so a local
+    // mark's is set): the two marks then differ from each other in that bit
+    // alone, and `either` is one compare, with no add before it as when the
+    // remote mark was the local one's complement (every free: one instruction).
+    static std::uint64_t remote(const void* p) noexcept { return local(p) ^ 1; }
+    // Whether w is either mark of p: w ^ local(p) is then 0 or 1.
+    static bool either(std::uint64_t w, const void* p) noexcept { return (w ^ local(p)) <= 1; }
     static std::uint64_t& word(void* p) noexcept {
         return *reinterpret_cast<std::uint64_t*>(static_cast<std::byte*>(p) + Offset);
     }

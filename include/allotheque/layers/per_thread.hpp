@@ -177,12 +177,12 @@ public:
     [[gnu::always_inline]] void deallocate(void* p, const request& r) noexcept {
         const tls_cache& t = tls();
         if constexpr (requires(backend::span& sp) {
-                          { H::chunk_span_of(p) } -> std::same_as<backend::span*>;
+                          { H::span_at(p) } -> std::same_as<backend::span*>;
                           t.s->heap.deallocate_chunk(p, sp);
                       }) {
             if (t.id == id_) [[likely]] {
-                backend::span* sp = H::chunk_span_of(p);   // null p: none
-                if (sp && sp->owner == t.s) [[likely]] {
+                backend::span* sp = H::span_at(p);   // null p: none
+                if (sp && sp->owner == t.s && sp->held_chunk_start(p)) [[likely]] {
                     t.s->heap.deallocate_chunk(p, *sp);
                     return;
                 }

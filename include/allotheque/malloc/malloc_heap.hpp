@@ -46,7 +46,7 @@ template <class H>
 concept exact_malloc_heap =
     detail::malloc_heap_common<H> && requires(H& h, void* p, backend::span& sp, const request& r, std::size_t n) {
         { H::span_of_any(p) } -> std::same_as<backend::span*>;
-        { H::chunk_span_of(p) } -> std::same_as<backend::span*>;
+        { H::span_at(p) } -> std::same_as<backend::span*>;
         { H::span_of_block(p) } -> std::same_as<backend::span&>;
         typename H::marks;
         h.deallocate(p, sp);
@@ -77,7 +77,7 @@ constexpr bool check_malloc_heap() {
                   "stats(), set_owner_tag(tag), last_allocation() and locality_aware: an allotheque heap<> or "
                   "block_heap<> has them");
     static_assert(exact_malloc_heap<H> || block_malloc_heap<H>,
-                  "allotheque malloc: the heap must be a heap<P, S, O> (span_of_any, chunk_span_of, span_of_block, marks, "
+                  "allotheque malloc: the heap must be a heap<P, S, O> (span_of_any, span_at, span_of_block, marks, "
                   "deallocate(p, span), deallocate_chunk(p, span), deallocate_queued(p, span)) "
                   "or a block_heap<P, S, O> (usable_size, deallocate(p))");
     static_assert(H::granularity >= 16,

@@ -443,10 +443,10 @@ private:
             // A chunk of a small span, or anything else (null, a large block,
             // a bad pointer) off the inlined path: the small path then knows
             // its span's state, and the heap's free does not test it again.
-            sp = heap_type::chunk_span_of(p);
+            sp = heap_type::span_at(p);
             if (!sp) [[unlikely]]
                 return release_other(p);
-            return release<true>(p, sp);
+            return release_chunk(p, sp);
         }
         release(p, sp);
     }
@@ -464,26 +464,50 @@ private:
         detail::fail("allotheque malloc", "double free", "free", p);
     }
 
-    // Chunk: sp is a small span (its state need not be read again).
-    template <bool Chunk = false>
+    // Marks (detail/free_marks.hpp): "remote" while a block waits on its
+    // owner's list (drain clears it), "local" (exact heaps) once it is back in
+    // the owner's partition; a block heap's tags say the rest. Caught here
+    // rather than in the heap, so the message speaks malloc's words.
     [[gnu::always_inline]] static void release(void* p, span* sp) noexcept {
         auto* owner = static_cast<thread_heap*>(const_cast<void*>(sp->owner));
-        // Marks (detail/free_marks.hpp): "remote" while a block waits on its
-        // owner's list (drain clears it), "local" (exact heaps) once it is back
-        // in the owner's partition; a block heap's tags say the rest.
-        // Caught here rather than in the heap, so the message speaks malloc's words.
         std::uint64_t& w = marks::word(p);
         if (block_heap ? w == marks::remote(p) : marks::either(w, p)) [[unlikely]]
             return refuse_double(p);
         if (owner == tl_heap) {
             if constexpr (block_heap)
                 owner->heap.deallocate(p);
-            else if constexpr (Chunk)
-                owner->heap.deallocate_chunk(p, *sp);
             else
                 owner->heap.deallocate(p, *sp);
             return;
         }
+        send_remote<false>(p, sp, owner, w);
+    }
+    // sp: the page map's entry for p, p not tested yet. Whose span it is
+    // comes first, so that the holder's test of p reads `handed` with a plain
+    // load (span::held_chunk_start); either way the block is not read before
+    // p is known to start a chunk.
+    [[gnu::always_inline]] static void release_chunk(void* p, span* sp) noexcept
+        requires(!block_heap)
+    {
+        auto* owner = static_cast<thread_heap*>(const_cast<void*>(sp->owner));
+        std::uint64_t& w = marks::word(p);
+        if (owner == tl_heap) {
+            if (!sp->held_chunk_start(p)) [[unlikely]]
+                return release_other(p);
+            if (marks::either(w, p)) [[unlikely]]
+                return refuse_double(p);
+            owner->heap.deallocate_chunk(p, *sp);
+            return;
+        }
+        if (!sp->chunk_start(p)) [[unlikely]]
+            return release_other(p);
+        if (marks::either(w, p)) [[unlikely]]
+            return refuse_double(p);
+        send_remote<true>(p, sp, owner, w);
+    }
+    // Chunk: sp is a small span (its state need not be read again).
+    template <bool Chunk>
+    [[gnu::always_inline]] static void send_remote(void* p, span* sp, thread_heap* owner, std::uint64_t& w) noexcept {
         w = marks::remote(p);
         // The span's size is read here only: hoisted above the owner test
         // (g++ did so for the Velox and Medius heaps), the load cost every
