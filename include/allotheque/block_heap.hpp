@@ -124,18 +124,16 @@ public:
     void deallocate(void* p) noexcept {
         if (!p) return;
         auto* q = static_cast<std::byte*>(p);
-        span* sp = checked_span(q, "deallocate(p)");
-        if (sp->state == state::large) return deallocate_large(sp);
-        // Free blocks stay open to a memory checker: splits and merges write
-        // tags anywhere inside them (detail/poison.hpp). checked_span vetted the tag.
-        if constexpr (detail::poison::enabled) {
-            const std::size_t h = tags::head(tags::block_of(q));
-            if ((h & tags::in_use) && !(h & tags::waiting)) {
-                const std::size_t bytes = payload_bytes(q);
-                detail::poison::freed(q, bytes, bytes);
-            }
-        }
-        P::deallocate(root_, q, free_block_watch());
+        release(q, *checked_span(q, "deallocate(p)"));
+    }
+    // p's span sp already found by a caller that checked what checked_span
+    // checks before the block's extent (the malloc's free: the span is this
+    // heap's, a large block's start or an aligned block whose tag says in use
+    // and not waiting): the extent, then the free, with no second lookup.
+    void deallocate(void* p, span& sp) noexcept {
+        auto* q = static_cast<std::byte*>(p);
+        if (sp.state == state::block) check_extent(q, sp, tags::head(tags::block_of(q)), "deallocate(p)");
+        release(q, sp);
     }
 
     // Bytes the caller may use at p (at least what it asked for).
@@ -262,15 +260,31 @@ private:
         }
         if (sp->state != state::block || detail::address_of(p) % tags::align != 0)
             detail::fail("allotheque::block_heap", "a pointer this heap did not hand out", what, p);
-        std::byte* b = tags::block_of(p);
-        const std::size_t h = tags::head(b), s = h & ~tags::flags;
+        const std::size_t h = tags::head(tags::block_of(p));
         if (!(h & tags::in_use) || (h & tags::waiting))
             detail::fail("allotheque::block_heap", "double free (the block is already free)", what, p);
-        const std::byte* usable_end = sp->base + sp->bytes - tags::align;   // the fence
+        check_extent(p, *sp, h, what);
+        return sp;
+    }
+    // Block p, whose head tag h says in use, lies inside sp and is followed by
+    // a block that knows it.
+    static void check_extent(std::byte* p, const span& sp, std::size_t h, const char* what) noexcept {
+        std::byte* b = tags::block_of(p);
+        const std::size_t s = h & ~tags::flags;
+        const std::byte* usable_end = sp.base + sp.bytes - tags::align;   // the fence
         if ((h & tags::large) || s < P::min_block || s % tags::align != 0 || b + s > usable_end ||
             !(tags::head(b + s) & tags::prev_in_use))
             detail::fail("allotheque::block_heap", "not the start of a block (or its tags were overwritten)", what, p);
-        return sp;
+    }
+    void release(std::byte* q, span& sp) noexcept {
+        if (sp.state == state::large) return deallocate_large(&sp);
+        // Free blocks stay open to a memory checker: splits and merges write
+        // tags anywhere inside them (detail/poison.hpp). The caller vetted the tag.
+        if constexpr (detail::poison::enabled) {
+            const std::size_t bytes = payload_bytes(q);
+            detail::poison::freed(q, bytes, bytes);
+        }
+        P::deallocate(root_, q, free_block_watch());
     }
 
     // Sees each free block a merge leaves; a span that is one free block again

@@ -474,10 +474,7 @@ private:
         if (block_heap ? w == marks::remote(p) : marks::either(w, p)) [[unlikely]]
             return refuse_double(p);
         if (owner == tl_heap) {
-            if constexpr (block_heap)
-                owner->heap.deallocate(p);
-            else
-                owner->heap.deallocate(p, *sp);
+            owner->heap.deallocate(p, *sp);
             return;
         }
         send_remote<false>(p, sp, owner, w);
