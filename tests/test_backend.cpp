@@ -239,7 +239,7 @@ TEST_CASE("page_map: set, find, clear; a failed set leaves no entry", "[backend]
     CHECK(map.find(b + 8 * page - 1) == nullptr);
     map.clear(b + 8 * page, 16);
     CHECK(map.find(b + 10 * page) == nullptr);
-    // Beyond 48-bit addresses: refused, nothing found.
+    // Beyond 47-bit user space: refused, nothing found.
     CHECK(!map.set(reinterpret_cast<void*>(std::uintptr_t{1} << 50), 1, &s));
     CHECK(map.find(reinterpret_cast<void*>(std::uintptr_t{1} << 50)) == nullptr);
     CHECK(map.find(nullptr) == nullptr);
@@ -256,6 +256,126 @@ TEST_CASE("page_map: set, find, clear; a failed set leaves no entry", "[backend]
     }
     CHECK(map.resident_bytes() > 0u);
 }
+
+// free's lookup makes no null test: where no span is, it gets the map's
+// empty span, which every free refuses (no owner, no chunk handed out).
+TEST_CASE("page_map: the empty span answers for every page no span holds", "[backend]") {
+    be::page_map map{24};
+    auto check_empty = [&](const void* p) {
+        const be::span* e = map.find_wrapped(p);
+        REQUIRE(e != nullptr);
+        CHECK(e->owner == nullptr);
+        CHECK(e->handed_chunks() == 0u);
+        CHECK(!e->chunk_start(p));
+        CHECK(e->state != be::span_state::large);
+        CHECK(map.find(p) == nullptr);
+    };
+    int local = 0;
+    const void* probes[] = {nullptr, &local, &map, reinterpret_cast<void*>(std::uintptr_t{1} << 50),
+                            reinterpret_cast<void*>(~std::uintptr_t{0} - 7)};
+    // Before the first set(): the static map of one entry.
+    CHECK(map.window_bits() == 0u);
+    for (const void* p : probes) check_empty(p);
+    void* m = ::mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(m != MAP_FAILED);
+    be::span s;
+    s.base = static_cast<std::byte*>(m);
+    s.bytes = 2 * page;
+    REQUIRE(map.set(m, 2, &s));
+    CHECK(map.window_bits() == 24u);
+    CHECK(map.find_wrapped(m) == &s);
+    CHECK(map.find(static_cast<std::byte*>(m) + page + 100) == &s);
+    for (const void* p : probes) check_empty(p);
+    check_empty(static_cast<std::byte*>(m) + 2 * page);
+    map.clear(m, 2);
+    check_empty(m);
+    CHECK(map.leaves() >= 1u);
+    CHECK(map.resident_bytes() >= page);
+    ::munmap(m, 4 * page);
+}
+
+// A window smaller than user space (what a `ulimit -v` or valgrind leaves):
+// pages 4 GiB apart share an entry here, and the map refuses the second span
+// rather than answer for the wrong one.
+TEST_CASE("page_map: in a window, pages that share an entry are refused, never confused", "[backend]") {
+    be::page_map map{20};   // 2^20 pages: 4 GiB of addresses
+    constexpr std::uintptr_t window = std::uintptr_t{1} << 32;
+    // Addresses are only recorded, never touched: any page-aligned ones do.
+    const std::uintptr_t x = (std::uintptr_t{0x5a} << 32) + 0x1234000;
+    auto at = [](std::uintptr_t a) { return reinterpret_cast<std::byte*>(a); };
+    be::span s1, s2, s3;
+    s1.base = at(x);
+    s1.bytes = 4 * page;
+    s2.base = at(x + window);
+    s2.bytes = page;
+    REQUIRE(map.set(s1.base, 4, &s1));
+    CHECK(map.window_bits() == 20u);
+    // x + 4 GiB has x's entry: refused while s1 holds it.
+    CHECK(!map.set(s2.base, 1, &s2));
+    CHECK(map.find(s2.base) == nullptr);
+    CHECK(map.find(s1.base) == &s1);
+    CHECK(map.find(s1.base + 3 * page) == &s1);
+    CHECK(map.find_wrapped(s2.base) == &s1);   // the shared entry: free's chunk test refuses it
+    CHECK(!s1.chunk_start(s2.base));
+    // Clearing the alias's pages leaves s1's entries alone.
+    map.clear(s2.base, 1);
+    CHECK(map.find(s1.base) == &s1);
+    // A span whose fifth page meets s1's first entry: refused whole, its
+    // first four entries undone.
+    s3.base = at(x + window - 4 * page);
+    s3.bytes = 8 * page;
+    CHECK(!map.set(s3.base, 8, &s3));
+    for (std::size_t i = 0; i < 4; ++i) CHECK(map.find(s3.base + i * page) == nullptr);
+    CHECK(map.find(s1.base) == &s1);
+    // With s1 gone, the alias takes the entry, and x is no longer found.
+    map.clear(s1.base, 4);
+    REQUIRE(map.set(s2.base, 1, &s2));
+    CHECK(map.find(s2.base) == &s2);
+    CHECK(map.find(s1.base) == nullptr);
+    CHECK(!map.set(s1.base, 4, &s1));
+    map.clear(s2.base, 1);
+    CHECK(map.set(s1.base, 4, &s1));
+    CHECK(map.find(s1.base + page) == &s1);
+}
+
+#if !defined(__SANITIZE_THREAD__)
+// Started under a `ulimit -v` that cannot hold the 256 GiB map: the map takes
+// a window that leaves the program its room, and works.
+TEST_CASE("page_map: under an address-space limit, the map takes a window and works", "[backend]") {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        char buf[4096];
+        const int fd = ::open("/proc/self/status", O_RDONLY);
+        const ssize_t got = fd >= 0 ? ::read(fd, buf, sizeof buf - 1) : -1;
+        if (got <= 0) ::_exit(4);
+        buf[got] = '\0';
+        const char* v = std::strstr(buf, "VmSize:");
+        if (!v) ::_exit(4);
+        const rlim_t limit = static_cast<rlim_t>(std::strtoull(v + 7, nullptr, 10)) * 1024 + (rlim_t{4} << 30);
+        const rlimit rl{limit, limit};
+        if (::setrlimit(RLIMIT_AS, &rl) != 0) ::_exit(5);
+        static be::page_map map;
+        void* m = ::mmap(nullptr, 64 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) ::_exit(6);
+        be::span s;
+        s.base = static_cast<std::byte*>(m);
+        s.bytes = 64 * page;
+        if (!map.set(m, 64, &s)) ::_exit(1);
+        const unsigned w = map.window_bits();
+        if (w >= be::page_map::max_window_bits || w < 20) ::_exit(2);
+        if (map.find(static_cast<std::byte*>(m) + 63 * page) != &s || map.find_wrapped(m) != &s) ::_exit(3);
+        // A map of at most 1 GiB and 1/64 of the limit.
+        if (w > 27 || (std::size_t{8} << w) > limit / 64) ::_exit(7);
+        ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    INFO("child exit status (1: set refused; 2: no window; 3: lookups; 7: window too large; 4-6: set-up)");
+    CHECK(WEXITSTATUS(status) == 0);
+}
+#endif
 
 TEST_CASE("page_map: threads recording disjoint spans see their own entries", "[backend][threads]") {
     auto& map = be::page_map::instance();
@@ -677,7 +797,10 @@ TEST_CASE("heap: a span of small chunks is reserved for its size and handed out 
         CHECK_FALSE(heap_t::span_at(beyond)->held_chunk_start(beyond));
         CHECK(heap_t::span_at(p)->chunk_start(p));
         CHECK(heap_t::span_at(p)->held_chunk_start(p));
-        CHECK(heap_t::span_at(nullptr) == nullptr);
+        // Null: the page map's empty span, which no free takes.
+        CHECK(heap_t::span_at(nullptr) != nullptr);
+        CHECK(heap_t::span_at(nullptr)->owner == nullptr);
+        CHECK_FALSE(heap_t::span_at(nullptr)->chunk_start(nullptr));
         CHECK(h.owns(beyond));   // the span is the heap's ...
         const auto [aborted, err] = in_child([&] { h.deallocate(beyond); });
         CHECK(aborted);   // ... but no block starts there
@@ -706,7 +829,8 @@ TEST_CASE("heap: span records reused across every state", "[backend][reclaim]") 
         REQUIRE(h.usable_size(b.p) >= b.n);
         // free's fast path tells a chunk from the rest by `handed` alone: it
         // must be zero in every span but a small one, whatever the record held
-        // before. An address taken modulo 2^48 onto this block is no chunk.
+        // before. An address 2^48 past this block has its page-map entry
+        // (the map takes page numbers modulo its window), and is no chunk.
         be::span* sp = be::page_map::instance().find(b.p);
         REQUIRE(heap_type::span_of_any(b.p) == sp);
         REQUIRE(heap_type::span_at(b.p) == sp);

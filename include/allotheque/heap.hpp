@@ -301,9 +301,10 @@ public:
     }
     // The span holding p if p is the start of a block of any heap of this
     // process (this kind of heap's spans), nullptr otherwise.
+    // Both tests are exact, so the page map's entry needs no range or alias
+    // test (the empty span fails both).
     static span* span_of_any(const void* p) noexcept {
-        span* sp = backend::page_map::instance().find(p);
-        if (!sp) return nullptr;
+        span* sp = span_at(p);
         if (sp->chunk_start(p)) return sp;   // only a small span has chunks handed out
         if (sp->state == state::large) return sp->base + sp->chunk == p ? sp : nullptr;
         return nullptr;
@@ -312,12 +313,14 @@ public:
     // still out (checked when it was freed, say, and queued since): the page
     // map's entry alone, no test.
     [[gnu::always_inline]] static span& span_of_block(const void* p) noexcept { return *span_at(p); }
-    // The page map's entry for p: the span in use there (small or large, any
-    // heap's), or nullptr, for any p (null and addresses past the page map
-    // included); p itself is not tested. A free's fast path asks the span
-    // whose it is, then whether p starts a chunk handed out (one test tells
-    // a chunk from everything else, so it reads no state and makes no range
-    // test): span::held_chunk_start where the caller's heap holds it,
+    // The page map's entry for p (backend::page_map::find_wrapped): the span
+    // in use there (small or large, any heap's), or the map's empty span (no
+    // owner, no chunk), for any p (null and addresses past the page map
+    // included), never nullptr; p itself is not tested. A free's fast path
+    // asks the span whose it is, then whether p starts a chunk handed out
+    // (one test tells a chunk from everything else, the empty span included,
+    // so it reads no state and makes no range or null test):
+    // span::held_chunk_start where the caller's heap holds it,
     // span::chunk_start anywhere else.
     [[gnu::always_inline]] static span* span_at(const void* p) noexcept {
         return backend::page_map::instance().find_wrapped(p);

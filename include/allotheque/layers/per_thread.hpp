@@ -181,8 +181,8 @@ public:
                           t.s->heap.deallocate_chunk(p, sp);
                       }) {
             if (t.id == id_) [[likely]] {
-                backend::span* sp = H::span_at(p);   // null p: none
-                if (sp && sp->owner == t.s && sp->held_chunk_start(p)) [[likely]] {
+                backend::span* sp = H::span_at(p);   // null p: the empty span, whose owner is null
+                if (sp->owner == t.s && sp->held_chunk_start(p)) [[likely]] {
                     t.s->heap.deallocate_chunk(p, *sp);
                     return;
                 }

@@ -441,12 +441,11 @@ private:
             sp = block_span(p, "free");
         } else {
             // A chunk of a small span, or anything else (null, a large block,
-            // a bad pointer) off the inlined path: the small path then knows
-            // its span's state, and the heap's free does not test it again.
-            sp = heap_type::span_at(p);
-            if (!sp) [[unlikely]]
-                return release_other(p);
-            return release_chunk(p, sp);
+            // a bad pointer: the page map's empty span or a span that does
+            // not hold it as a chunk) off the inlined path: the small path
+            // then knows its span's state, and the heap's free does not test
+            // it again.
+            return release_chunk(p, heap_type::span_at(p));
         }
         release(p, sp);
     }
