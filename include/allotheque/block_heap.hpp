@@ -292,8 +292,9 @@ private:
     auto free_block_watch() noexcept {
         return [this](std::byte* b, std::size_t s) noexcept {
             if (s + tags::align < cfg.min_growth || cfg.reclaim == reclaim_policy::never) return;
-            span* sp = backend::page_map::instance().find(b);
-            if (!sp || sp->base != b || sp->bytes - tags::align != s) return;
+            // The entry alone: the base test is exact (the empty span's is null).
+            span* sp = backend::page_map::instance().find_wrapped(b);
+            if (sp->base != b || sp->bytes - tags::align != s) return;
             if (!spare_) {
                 spare_ = sp;
                 return;

@@ -86,15 +86,13 @@ public:
     // The span holding p's page, or nullptr.
     span* find(const void* p) const noexcept {
         const std::uintptr_t pg = detail::address_of(p) >> page_bits;
-        if ((pg >> max_window_bits) != 0) return nullptr;
         const std::uintptr_t m = mask_.load(std::memory_order_acquire);
         const std::uintptr_t b = detail::address_of(base_.load(std::memory_order_relaxed));
         const entry e = load(b, pg & m, __ATOMIC_ACQUIRE);
-        if (e == 0) return nullptr;
-        span* s = at(b, e);
-        if (m != max_mask) [[unlikely]]
-            return unless_alias(s, pg, m);
-        return s;
+        // Read after the entry: a span set past the window lowers it first.
+        if (pg > unaliased_.load(std::memory_order_relaxed)) [[unlikely]]
+            return found_past(pg, m, b, e);
+        return e == 0 ? nullptr : at(b, e);
     }
 
     // The entry of p's page taken modulo the window, never null: the span
@@ -104,9 +102,21 @@ public:
     // test does, and refuses everything for the empty span, whose owner is
     // null and which hands out no chunk): no range test, no null test.
     [[gnu::always_inline]] span* find_wrapped(const void* p) const noexcept {
-        const std::uintptr_t m = mask_.load(std::memory_order_acquire);
-        const std::uintptr_t b = detail::address_of(base_.load(std::memory_order_relaxed));
-        return at(b, load(b, (detail::address_of(p) >> page_bits) & m));
+        std::uintptr_t i = detail::address_of(p) >> page_bits;
+        std::uintptr_t b;
+#if defined(__x86_64__)
+        // The mask's load folded into the `and`, which a compiler never does
+        // with an atomic load (one instruction on every free), then the
+        // base's: aligned 8-byte loads are atomic on x86 and are not
+        // reordered with each other, so this is the acquire below.
+        asm("andq %[mask], %[i]\n\tmovq %[base], %[b]"
+            : [i] "+r"(i), [b] "=r"(b)
+            : [mask] "m"(mask_), [base] "m"(base_));
+#else
+        i &= mask_.load(std::memory_order_acquire);
+        b = detail::address_of(base_.load(std::memory_order_relaxed));
+#endif
+        return at(b, load(b, i));
     }
 
     // Maps the `pages` pages from `first` (page-aligned) to s. False when a
@@ -146,11 +156,10 @@ private:
         return n > m || ((pg - lo) & m) < n;
     }
 
-    // s, or nullptr where it holds an alias of pg: possible only where pages
-    // past the window have been set, or pg is one.
-    [[gnu::noinline]] span* unless_alias(span* s, std::uintptr_t pg, std::uintptr_t m) const noexcept {
-        if (pg <= m && !wrapped_.load(std::memory_order_relaxed)) return s;
-        return holds_alias(*s, pg, m) ? nullptr : s;
+    // find() for a page that may find an alias's entry, or lie past user space.
+    [[gnu::noinline, gnu::cold]] static span* found_past(std::uintptr_t pg, std::uintptr_t m, std::uintptr_t b,
+                                                         entry e) noexcept {
+        return e == 0 || (pg >> max_window_bits) != 0 || holds_alias(*at(b, e), pg, m) ? nullptr : at(b, e);
     }
     bool reserve() noexcept;
     static unsigned fallback_bits(unsigned w) noexcept;
@@ -160,7 +169,11 @@ private:
     std::atomic<const std::byte*> base_{empty_.none};
     std::atomic<std::uintptr_t> mask_{0};
     unsigned want_bits_;
-    std::atomic<bool> wrapped_{false};   // a page past the window has been set
+    // Pages above this may find an alias's entry: none with the whole of
+    // user space; past the window in one; every page once a page past the
+    // window has been set (published before its entry, which find()
+    // acquires).
+    std::atomic<std::uintptr_t> unaliased_{max_mask};
     std::atomic<int> state_{0};   // 0: no window, 1: being reserved, 2: reserved
     std::atomic<std::size_t> leaves_{0};
     std::atomic<unsigned> inject_{0};
@@ -181,6 +194,7 @@ inline bool page_map::reserve() noexcept {
             ::madvise(m, bytes, MADV_NOHUGEPAGE);
             ::madvise(m, bytes, MADV_DONTDUMP);
             base_.store(static_cast<const std::byte*>(m), std::memory_order_relaxed);
+            unaliased_.store((std::uintptr_t{1} << w) - 1, std::memory_order_relaxed);
             mask_.store((std::uintptr_t{1} << w) - 1, std::memory_order_release);
             state_.store(2, std::memory_order_release);
             return true;
@@ -237,8 +251,7 @@ inline bool page_map::set(const void* first, std::size_t pages, span* s) noexcep
         for (std::size_t i = 0; i < pages; ++i) __atomic_store_n(slot(b, pg + i), v, __ATOMIC_RELEASE);
         return true;
     }
-    // Published before any such entry (find() acquires it with the entry).
-    if (((pg + pages - 1) & ~m) != 0) wrapped_.store(true, std::memory_order_relaxed);
+    if (((pg + pages - 1) & ~m) != 0) unaliased_.store(0, std::memory_order_relaxed);
     // A window: each entry is claimed unless an alias's span holds it, and
     // the claims are undone on a refusal. Two spans that alias each other,
     // set at once, may both be refused; neither can take the other's entry.
