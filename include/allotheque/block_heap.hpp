@@ -136,6 +136,13 @@ public:
         release(q, sp);
     }
 
+    // The span of p, a block some block heap of this process handed out and
+    // that is still out (checked when it was freed, say, and queued since):
+    // the page map's entry alone, no test.
+    static span& span_of_block(const void* p) noexcept {
+        return *backend::page_map::instance().find_wrapped(static_cast<const std::byte*>(p) - tags::payload_offset);
+    }
+
     // Bytes the caller may use at p (at least what it asked for).
     static std::size_t usable_size(const void* p) noexcept {
         if (!p) return 0;

@@ -91,7 +91,7 @@ public:
         const entry e = load(b, pg & m, __ATOMIC_ACQUIRE);
         // Read after the entry: a span set past the window lowers it first.
         if (pg > unaliased_.load(std::memory_order_relaxed)) [[unlikely]]
-            return found_past(pg, m, b, e);
+            return find_past(p);
         return e == 0 ? nullptr : at(b, e);
     }
 
@@ -157,8 +157,11 @@ private:
     }
 
     // find() for a page that may find an alias's entry, or lie past user space.
-    [[gnu::noinline, gnu::cold]] static span* found_past(std::uintptr_t pg, std::uintptr_t m, std::uintptr_t b,
-                                                         entry e) noexcept {
+    [[gnu::noinline, gnu::cold]] span* find_past(const void* p) const noexcept {
+        const std::uintptr_t pg = detail::address_of(p) >> page_bits;
+        const std::uintptr_t m = mask_.load(std::memory_order_acquire);
+        const std::uintptr_t b = detail::address_of(base_.load(std::memory_order_relaxed));
+        const entry e = load(b, pg & m, __ATOMIC_ACQUIRE);
         return e == 0 || (pg >> max_window_bits) != 0 || holds_alias(*at(b, e), pg, m) ? nullptr : at(b, e);
     }
     bool reserve() noexcept;

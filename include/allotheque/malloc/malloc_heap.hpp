@@ -61,6 +61,7 @@ concept block_malloc_heap = detail::malloc_heap_common<H> && requires(H& h, void
     { H::usable_size(p) } -> std::same_as<std::size_t>;
     h.deallocate(p);
     h.deallocate(p, sp);
+    { H::span_of_block(p) } -> std::same_as<backend::span&>;
     { h.try_resize(p, n) } -> std::same_as<bool>;
 } && !exact_malloc_heap<H>;
 
@@ -80,7 +81,7 @@ constexpr bool check_malloc_heap() {
     static_assert(exact_malloc_heap<H> || block_malloc_heap<H>,
                   "allotheque malloc: the heap must be a heap<P, S, O> (span_of_any, span_at, span_of_block, marks, "
                   "deallocate(p, span), deallocate_chunk(p, span), deallocate_queued(p, span)) "
-                  "or a block_heap<P, S, O> (usable_size, deallocate(p), deallocate(p, span))");
+                  "or a block_heap<P, S, O> (usable_size, deallocate(p), deallocate(p, span), span_of_block)");
     static_assert(H::granularity >= 16,
                   "allotheque malloc: malloc's blocks are 16-byte aligned: use heap_config{.granularity = 16} "
                   "(allotheque::malloc_options)");

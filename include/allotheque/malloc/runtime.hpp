@@ -411,13 +411,17 @@ private:
             // A block's tags sit in the 16 bytes before it, in its span.
             using tags = boundary_tags;
             auto* q = static_cast<std::byte*>(p);
-            span* sp = backend::page_map::instance().find(q - tags::payload_offset);
-            if (!sp || (sp->state != span_state::block && sp->state != span_state::large) ||
+            // The page map's entry alone (the empty span where there is none,
+            // whose state is neither): a large block's start test is exact,
+            // and a block span must hold the tags (not so an alias's).
+            span* sp = backend::page_map::instance().find_wrapped(q - tags::payload_offset);
+            if ((sp->state != span_state::block && sp->state != span_state::large) ||
                 detail::address_of(p) % min_align != 0)
                 invalid(what, p);
             if (sp->state == span_state::large) {
                 if (q != sp->base + sp->chunk) invalid(what, p);
             } else {
+                if (!sp->contains(q - tags::payload_offset)) invalid(what, p);
                 // A block the heap holds as free (or parked in a fast bin) must
                 // not be touched again: a remote free would overwrite its links.
                 const std::size_t h = tags::head(tags::block_of(p));

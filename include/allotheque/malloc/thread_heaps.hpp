@@ -52,7 +52,9 @@ public:
         static void give_back(heap_type& h, detail::remote_record* r) noexcept {
             if constexpr (block_heap) {
                 marks::word(r) = 0;
-                h.deallocate(r);
+                // Its state and tags were checked by free; its extent is
+                // deallocate(p, span)'s to check.
+                h.deallocate(r, heap_type::span_of_block(r));
             } else {
                 h.deallocate_queued(r, heap_type::span_of_block(r));
             }
