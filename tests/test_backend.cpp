@@ -257,6 +257,21 @@ TEST_CASE("page_map: set, find, clear; a failed set leaves no entry", "[backend]
     CHECK(map.resident_bytes() > 0u);
 }
 
+// VmSize in KiB, read without allocating (for a forked child about to set
+// RLIMIT_AS); 0 when it cannot be read.
+namespace {
+unsigned long long vm_size_kib() {
+    char buf[4096];
+    const int fd = ::open("/proc/self/status", O_RDONLY);
+    const ssize_t got = fd >= 0 ? ::read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0) ::close(fd);
+    if (got <= 0) return 0;
+    buf[got] = '\0';
+    const char* v = std::strstr(buf, "VmSize:");
+    return v ? std::strtoull(v + 7, nullptr, 10) : 0;
+}
+} // namespace
+
 // free's lookup makes no null test: where no span is, it gets the map's
 // empty span, which every free refuses (no owner, no chunk handed out).
 TEST_CASE("page_map: the empty span answers for every page no span holds", "[backend]") {
@@ -345,14 +360,9 @@ TEST_CASE("page_map: under an address-space limit, the map takes a window and wo
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        char buf[4096];
-        const int fd = ::open("/proc/self/status", O_RDONLY);
-        const ssize_t got = fd >= 0 ? ::read(fd, buf, sizeof buf - 1) : -1;
-        if (got <= 0) ::_exit(4);
-        buf[got] = '\0';
-        const char* v = std::strstr(buf, "VmSize:");
-        if (!v) ::_exit(4);
-        const rlim_t limit = static_cast<rlim_t>(std::strtoull(v + 7, nullptr, 10)) * 1024 + (rlim_t{4} << 30);
+        const unsigned long long vm_kib = vm_size_kib();
+        if (vm_kib == 0) ::_exit(4);
+        const rlim_t limit = static_cast<rlim_t>(vm_kib) * 1024 + (rlim_t{4} << 30);
         const rlimit rl{limit, limit};
         if (::setrlimit(RLIMIT_AS, &rl) != 0) ::_exit(5);
         static be::page_map map;
@@ -493,15 +503,8 @@ TEST_CASE("arena_source: near the address-space limit, an arena leaves room besi
         // 1 GiB first, and is refused below.
         for (int i = 0; i < 5; ++i)
             if (!s.allocate(std::size_t{300} << 20, nullptr)) ::_exit(3);
-        // VmSize, read without allocating.
-        char buf[4096];
-        const int fd = ::open("/proc/self/status", O_RDONLY);
-        const ssize_t got = fd >= 0 ? ::read(fd, buf, sizeof buf - 1) : -1;
-        if (got <= 0) ::_exit(4);
-        buf[got] = '\0';
-        const char* v = std::strstr(buf, "VmSize:");
-        if (!v) ::_exit(4);
-        const unsigned long long vm_kib = std::strtoull(v + 7, nullptr, 10);
+        const unsigned long long vm_kib = vm_size_kib();
+        if (vm_kib == 0) ::_exit(4);
         // 130 MiB left: 1 GiB, 512 and 256 MiB are refused, 128 MiB would fit.
         const rlim_t limit = static_cast<rlim_t>(vm_kib) * 1024 + (rlim_t{130} << 20);
         const rlimit rl{limit, limit};

@@ -555,20 +555,7 @@ private:
     [[gnu::always_inline]] static constexpr size_class classify_small(std::size_t n) noexcept
         requires(classifies)
     {
-        if (n <= small_table_max) {
-            // The index alone from the table, the size from the index: a
-            // caller that does not use the size (a pop, a push) loads nothing
-            // for it.
-            const std::size_t step = (n + granularity - 1) / granularity;
-            const std::size_t i = small_table.index[step];
-            // What the tables hold, told to the optimiser: the checks after the
-            // load (below the large threshold, inside the partition's classes)
-            // then fold away instead of costing a compare and a branch each.
-            if (i > small_table_bounds.index) __builtin_unreachable();
-            const std::size_t size = small_table.size[small_sizes_by_index ? i : step];
-            if (size > small_table_bounds.size) __builtin_unreachable();
-            return {size, i};
-        }
+        if (n <= small_table_max) return small_class(small_table.index, n);
         return classify_rule(n);
     }
     // classify_small for n <= small_table_max, from the heap's own copy of
@@ -578,8 +565,17 @@ private:
     [[gnu::always_inline]] size_class classify_held(std::size_t n) const noexcept
         requires(classifies)
     {
+        return small_class(small_index_.index, n);
+    }
+    // The index alone from a table (the static one or the heap's copy), the
+    // size from the index: a caller that does not use the size (a pop, a
+    // push) loads nothing for it.
+    [[gnu::always_inline]] static constexpr size_class small_class(const auto& index, std::size_t n) noexcept {
         const std::size_t step = (n + granularity - 1) / granularity;
-        const std::size_t i = small_index_.index[step];
+        const std::size_t i = index[step];
+        // What the tables hold, told to the optimiser: the checks after the
+        // load (below the large threshold, inside the partition's classes)
+        // then fold away instead of costing a compare and a branch each.
         if (i > small_table_bounds.index) __builtin_unreachable();
         const std::size_t size = small_table.size[small_sizes_by_index ? i : step];
         if (size > small_table_bounds.size) __builtin_unreachable();
