@@ -733,14 +733,14 @@ TEST_CASE("heap: a span of small chunks is reserved for its size and handed out 
         const be::span* sp = map.find(v[0]);
         REQUIRE(sp != nullptr);
         CHECK(sp->bytes == reserve);
-        CHECK(sp->handed * sp->chunk == page);
+        CHECK(sp->in_use.handed * sp->chunk == page);
         CHECK(resident_pages(*sp) == 1);
         CHECK(h.stats().small_span_bytes == reserve);
         for (std::size_t i = 1; i < reserve / 16; ++i) {
             v.push_back(static_cast<std::byte*>(h.allocate(al::request{16})));
             REQUIRE(v[i] == v[i - 1] + 16);   // the same span, upwards, across refills
-            REQUIRE(sp->handed * 16 == al::detail::round_up((i + 1) * 16, page));
-            REQUIRE(resident_pages(*sp) == sp->handed * 16 / page);
+            REQUIRE(sp->in_use.handed * 16 == al::detail::round_up((i + 1) * 16, page));
+            REQUIRE(resident_pages(*sp) == sp->in_use.handed * 16 / page);
         }
         CHECK(h.stats().small_span_bytes == reserve);   // one record for all of them
         auto* next = static_cast<std::byte*>(h.allocate(al::request{16}));
@@ -754,7 +754,7 @@ TEST_CASE("heap: a span of small chunks is reserved for its size and handed out 
     SECTION("a span partly handed out goes back when its handed chunks are free") {
         heap_t h;
         void* p = h.allocate(al::request{48});
-        CHECK(map.find(p)->handed * 48 < map.find(p)->bytes);
+        CHECK(map.find(p)->in_use.handed * 48 < map.find(p)->bytes);
         h.deallocate(p, al::request{48});
         h.trim();
         CHECK(h.stats().small_span_bytes == 0u);
@@ -786,7 +786,7 @@ TEST_CASE("heap: a span of small chunks is reserved for its size and handed out 
         heap_t h;
         void* p = h.allocate(al::request{5000});
         const be::span* sp = map.find(p);
-        CHECK(sp->handed == sp->bytes / sp->chunk);
+        CHECK(sp->in_use.handed == sp->bytes / sp->chunk);
         h.deallocate(p, al::request{5000});
     }
     SECTION("a pointer past the chunks handed out is one the heap did not hand out") {

@@ -62,6 +62,10 @@ static_assert(al::velox_partition<>::holds_last_free && al::medius_partition<>::
 // held chunk and no per-size entries of the list's kind (its own front per size).
 static_assert(al::velox_classed_partition<>::sized && !al::velox_classed_partition<>::holds_last_free);
 static_assert(!velox_held::sized && !medius_held::sized);
+// A span's chunks have one stack where a size's stack in a class stays its
+// own (Velox' tables of sizes); Medius' ways hand stacks between sizes.
+static_assert(al::velox_classed_partition<>::keeps_span_chunks &&
+              !al::medius_classed_partition<>::keeps_span_chunks && !velox_held::keeps_span_chunks);
 // Not over sizes, nor with a predicate that does not fall back to the last free.
 static_assert(!al::hash_table<al::vicinity<16>, al::list<al::size, al::list<void>, al::match>, al::match_first,
                               al::sparse_identity>::holds_last_free);
@@ -387,6 +391,9 @@ struct velox_rule {
 
 } // namespace
 
+template <class P>
+constexpr bool keeps_span_chunks = requires { requires P::keeps_span_chunks; };
+
 // ExactChunk: the table takes the rule's very chunk; else (a table that
 // spills, whose chunks of a size in a class may lie in two stacks) a chunk of
 // the rule's class.
@@ -420,6 +427,17 @@ void follows_rule(bool remembers, bool per_size = false) {
                 ++free_chunks;
             }
         const std::size_t chunks = free_chunks;
+        // As a heap frees: with the stack each page's span was given when it
+        // was cut (kept across drains, which release classes). Every eighth
+        // page stands for a span that straddles its class's lower edge (a
+        // stack never pushed to: each free from it misses).
+        std::vector<void*> span_stack(page_size.size());
+        if constexpr (keeps_span_chunks<P>)
+            for (std::size_t pg = 0; pg < page_size.size(); ++pg) {
+                std::byte* const from = a.at(pg * page) - (pg % 8 == 0 ? page : 0);
+                span_stack[pg] = P::span_chunks(a.h, from, a.at((pg + 1) * page) - from,
+                                                P::classify(page_size[pg]).index);
+            }
         std::uint64_t stamp = 1;
         std::optional<std::size_t> recent;
         auto random_live = [&] {
@@ -463,7 +481,12 @@ void follows_rule(bool remembers, bool per_size = false) {
             } else if (dice < 90) {
                 const std::size_t off = random_live();
                 forget(off);
-                P::deallocate(a.h, a.at(off), chunk_size(off));
+                if constexpr (keeps_span_chunks<P>) {
+                    const std::size_t n = chunk_size(off);
+                    P::deallocate(a.h, a.at(off), n, P::classify(n).index, span_stack[off / page]);
+                } else {
+                    P::deallocate(a.h, a.at(off), chunk_size(off));
+                }
                 m.deallocate(off, chunk_size(off));
             } else if (dice < 98) {
                 // A range free of one size, in address order (several vicinities).

@@ -20,6 +20,7 @@
 #include <allotheque/allocators/quickfit.hpp>
 #include <allotheque/allocators/velox.hpp>
 #include <allotheque/heap.hpp>
+#include <allotheque/malloc/shipped.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -52,7 +53,9 @@ struct live_block {
 void fill(const live_block& b) { allotheque_test::fill_pattern(b.p, b.good, b.id); }
 bool intact(const live_block& b) { return allotheque_test::pattern_intact(b.p, b.good, b.id); }
 
-template <class H>
+// Unsized: half the frees give no size (heap::deallocate(p): the span from
+// the page map, as the malloc frees).
+template <class H, bool Unsized = false>
 class model {
 public:
     model(H& h, std::uint64_t seed) : h_(h), rng_(seed) {}
@@ -105,7 +108,8 @@ public:
         }
         blocks_.pop_back();
         recently_freed_ = b.p;
-        h_.deallocate(b.p, al::request{b.n, nullptr, b.align});
+        if (Unsized && rng_() % 2 == 0) h_.deallocate(b.p);
+        else h_.deallocate(b.p, al::request{b.n, nullptr, b.align});
         ++deallocations_;
     }
 
@@ -194,14 +198,14 @@ private:
     std::size_t max_live_ = 0, allocations_ = 0, deallocations_ = 0, large_ = 0;
 };
 
-template <class H>
+template <class H, bool Unsized = false>
 void run_model(const char* name, std::uint64_t seed, std::size_t divisor = 1) {
     const std::size_t ops = model_ops() / divisor;
     source_ledger ledger;
     const auto t0 = std::chrono::steady_clock::now();
     {
         auto h = std::make_unique<H>(tracking_source(ledger));
-        model<H> m(*h, seed);
+        model<H, Unsized> m(*h, seed);
         m.run(ops);
         CHECK(m.allocations() + m.deallocations() >= ops);
         CHECK(h->stats().os_bytes == ledger.bytes);
@@ -230,6 +234,21 @@ TEST_CASE("model: quickfit_heap", "[model]") { run_model<al::quickfit_heap<track
 TEST_CASE("model: velox_heap", "[model]") { run_model<al::velox_heap<tracking_source>>("velox", 103); }
 TEST_CASE("model: Velox over size classes", "[model]") {
     run_model<al::heap<al::velox_classed_partition<>, tracking_source, al::velox_heap_options>>("velox classed", 109);
+}
+// The Velox library's heap (its partition and options; the model's source):
+// frees without a size pass the stack their span keeps (heap.hpp,
+// partition_span_chunks), and the eager policy's sweeps empty classes whose
+// spans still hold live chunks, so that later frees find them released.
+constexpr al::heap_config velox_library_eager = [] {
+    al::heap_config c = al::malloc_declarations::unhinted_malloc_config;
+    c.reclaim = al::reclaim_policy::eager;
+    return c;
+}();
+TEST_CASE("model: the Velox library's heap, frees without a size, eager sweeps", "[model]") {
+    using P = al::malloc_declarations::velox::partition;
+    using H = al::heap<P, tracking_source, al::configured<velox_library_eager>>;
+    static_assert(P::keeps_span_chunks);
+    run_model<H, true>("velox library", 111, 2);
 }
 TEST_CASE("model: medius_heap", "[model]") { run_model<al::medius_heap<tracking_source>>("medius", 104); }
 TEST_CASE("model: Medius over size classes", "[model]") {

@@ -132,6 +132,11 @@ class heap : public detail::throwing_allocate<heap<P, S, Options>> {
     using span = backend::span;
     using state = backend::span_state;
     static constexpr bool classifies = requires(std::size_t n) { P::classify(n); };
+    // A partition that keeps each span's chunks in one place (Velox' table of
+    // vicinities over size tables: hash_table::span_chunks) is told it at
+    // refill, and every free of the span's chunks passes it back: a free that
+    // misses its size's front is then a push there, not a class lookup.
+    static constexpr bool partition_span_chunks = classifies && requires { requires P::keeps_span_chunks; };
     // The live byte count exists for the eager policy's triggers only: the
     // default policy puts nothing on the allocate and free paths.
     static constexpr bool counts_live = sweepable_partition<P> && cfg.reclaim == reclaim_policy::eager;
@@ -270,8 +275,12 @@ public:
         if (!p) return;
         if constexpr (classifies) {
             const size_class c = classify_small(r.size);
-            if (served_small(r, c)) [[likely]]
+            if (served_small(r, c)) [[likely]] {
+                if constexpr (partition_span_chunks)
+                    // The span's stack, from the page map, on a front's miss only.
+                    return put_chunk(p, c.size, c.index, [p] { return span_at(p)->in_use.chunks; });
                 return put_chunk(p, c.size, c.index);
+            }
             deallocate_by_size(p, r);
         } else {
             deallocate_by_size(p, r);
@@ -756,6 +765,7 @@ private:
             spans_.close(sp);
             return nullptr;
         }
+        if constexpr (partition_span_chunks) sp->in_use.chunks = P::span_chunks(root_, sp->base, bytes, sp->chunk_class);
         note_held();
         if (step_for(s) < bytes) reserved_[slot_of(s)] = sp;
         return hand_out(sp);
@@ -767,7 +777,7 @@ private:
     // compare with the size's front, a push, the class used last each time).
     std::byte* hand_out(span* sp) noexcept {
         const std::size_t s = sp->chunk, total = sp->bytes / s;
-        const std::size_t from = sp->handed;
+        const std::size_t from = sp->in_use.handed;
         const std::size_t to = std::min((std::min(from * s + step_for(s), sp->bytes) + s - 1) / s, total);
         sp->set_handed(to);
         if (to == total) forget_reservation(sp);
@@ -826,14 +836,16 @@ private:
 
     template <bool TestMark>
     [[gnu::always_inline]] inline void put_back(void* p, span& sp) noexcept {
-        if constexpr (classifies) put_chunk<TestMark>(p, sp.chunk, sp.chunk_class);
+        if constexpr (partition_span_chunks) put_chunk<TestMark>(p, sp.chunk, sp.chunk_class, sp.in_use.chunks);
+        else if constexpr (classifies) put_chunk<TestMark>(p, sp.chunk, sp.chunk_class);
         else put_chunk<TestMark>(p, sp.chunk);
     }
     // Every free of a small chunk ends here: the chunk size, and its class
     // when the caller knows it (else the partition finds it). TestMark false:
     // the caller checked the double-free mark already.
+    // (By reference: span::chunks is read on a front's miss only.)
     template <bool TestMark = true, class... Index>
-    [[gnu::always_inline]] inline void put_chunk(void* p, std::size_t size, Index... index) noexcept {
+    [[gnu::always_inline]] inline void put_chunk(void* p, std::size_t size, const Index&... index) noexcept {
         if constexpr (detail::poison::enabled) hidden(p, size);
         if constexpr (cfg.free_marks) {
             if constexpr (TestMark) mark_freed(p);
@@ -928,7 +940,7 @@ private:
             span* next = sp->sweep.next;
             const std::size_t s = sp->chunk;
             std::byte* c = sp->sweep.chunks;
-            if (sp->sweep.count == sp->handed) {
+            if (sp->sweep.count == sp->in_use.handed) {
                 released_bytes += sp->bytes;
                 forget_reservation(sp);
                 spans_.close(sp);

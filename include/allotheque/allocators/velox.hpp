@@ -32,11 +32,12 @@ using velox_partition =
 // The classes stop at 64 KiB, a heap's default large threshold (a heap with a
 // higher one is refused at compile time), so a vicinity's table is 45 stack
 // heads: 0.6 % of the vicinity, where all 237 classes cost 2.9 % of the
-// Olden programs' peak memory.
-template <unsigned VicinityLog2 = 16, std::size_t MaxSize = 64 * 1024>
+// Olden programs' peak memory. The Velox library takes TopPredicate =
+// match_size_last_first (malloc/shipped.hpp).
+template <unsigned VicinityLog2 = 16, std::size_t MaxSize = 64 * 1024, class TopPredicate = match_last_first>
 using velox_classed_partition =
     hash_table<vicinity<VicinityLog2>, hash_table<size, list<void>, match_only, spaced_classes<16, 128, 4, MaxSize>>,
-               match_last_first, sparse_identity>;
+               TopPredicate, sparse_identity>;
 
 // Velox' default options: every span one page, no reservation
 // (heap_config::span_reserve = a page). A vicinity is 16 pages; with 16 KiB

@@ -52,8 +52,7 @@ struct alignas(64) span {
     // range_set constructs the links when a span joins it;
     // span_registry::open clears the in-use fields, whichever pool stage
     // handed the span out.
-    union {
-        set_hook by_address;     // free
+    struct in_use_fields {
         // small: how many chunks from `base` the heap has handed to its
         // partition; the chunks past them are reserved for this size, never
         // touched yet (heap.hpp, refill). Beside the fields above, in the
@@ -62,6 +61,13 @@ struct alignas(64) span {
         // group), so that chunk_start() alone tells a small span's chunk from
         // anything else and free's fast path need not read `state`.
         std::size_t handed;
+        // small: where the holding heap's partition puts this span's chunks,
+        // when it keeps one place per span (heap.hpp, partition_span_chunks).
+        void* chunks;
+    };
+    union {
+        set_hook by_address;     // free
+        in_use_fields in_use;    // in use
     };
     std::size_t bytes = 0;
 
@@ -91,7 +97,7 @@ struct alignas(64) span {
 
     // Leaving a free set: the in-use fields start out clear.
     void clear_in_use() noexcept {
-        handed = 0;
+        in_use = {};
         sweep = {};   // and `request`
     }
 
@@ -116,8 +122,8 @@ struct alignas(64) span {
     // A free on another thread reads `handed` while the owner's refill moves it
     // up: relaxed atomic accesses (plain moves on x86), and the block being
     // freed was handed out before, so the value read covers it.
-    std::size_t handed_chunks() const noexcept { return __atomic_load_n(&handed, __ATOMIC_RELAXED); }
-    void set_handed(std::size_t chunks) noexcept { __atomic_store_n(&handed, chunks, __ATOMIC_RELAXED); }
+    std::size_t handed_chunks() const noexcept { return __atomic_load_n(&in_use.handed, __ATOMIC_RELAXED); }
+    void set_handed(std::size_t chunks) noexcept { __atomic_store_n(&in_use.handed, chunks, __ATOMIC_RELAXED); }
     // Whether p (in this small span) lies in the chunks handed to the heap's
     // partition, rather than in the part still reserved.
     bool handed_out(const void* p) const noexcept {
@@ -132,7 +138,7 @@ struct alignas(64) span {
     // moves `handed`: a plain load, which the compare takes as its operand
     // (the atomic load is a move of its own: one instruction on every free
     // of the holder's own blocks).
-    bool held_chunk_start(const void* p) const noexcept { return chunk_below(p, handed); }
+    bool held_chunk_start(const void* p) const noexcept { return chunk_below(p, in_use.handed); }
     bool chunk_below(const void* p, std::size_t chunks) const noexcept {
         const auto off = static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base);
         return chunk_number(off) < chunks;

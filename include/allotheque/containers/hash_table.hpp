@@ -546,6 +546,32 @@ public:
         fronts::put(h, p, n, class_key(p, n), class_of(Attr::of_chunk(p, n)), k);
     }
 
+    // Where a table of sizes keeps each size's stack in place (no stack
+    // handed from one size to another), the stack a run of chunks of size
+    // class k in [p, p+n) goes on, made ready now, or where they span two
+    // classes a stack that is never pushed to. The heap keeps it per span
+    // (span::in_use.chunks) and passes it, or what finds it, to the
+    // five-argument deallocate. After
+    // prepare(p, n).
+    static constexpr bool keeps_span_chunks = [] {
+        if constexpr (sized) return !fronts::spills;
+        else return false;
+    }();
+    static void* span_chunks(header_type& h, std::byte* p, std::size_t n, std::size_t k) noexcept
+        requires keeps_span_chunks
+    {
+        const std::size_t i = class_of(Attr::of_chunk(p, 1));
+        if (i != class_of(Attr::of_chunk(p + n - 1, 1))) return fronts::no_stack();
+        return Nested::find_chunks(h.classes.obtain(i), k);
+    }
+    template <class C>
+    [[gnu::always_inline]] static void deallocate(header_type& h, std::byte* p, std::size_t n, std::size_t k,
+                                                  const C& chunks) noexcept
+        requires keeps_span_chunks
+    {
+        fronts::put(h, p, n, class_key(p, n), class_of(Attr::of_chunk(p, n)), k, chunks);
+    }
+
     // Over addresses (Velox, Medius) this free is the heap's free itself, and
     // is forced inline: out of line, its register saves cost a LIFO free
     // more than the free does. Over sizes, it is one step of a coalescing

@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <numeric>
+#include <type_traits>
 
 #include <allotheque/detail/bitmap_tree.hpp>
 #include <allotheque/predicates/predicate.hpp>
@@ -197,14 +198,63 @@ struct size_fronts {
     template <class H>
     [[gnu::always_inline]] static void put(H& h, std::byte* p, std::size_t n, std::size_t key, std::size_t i,
                                            std::size_t k) noexcept {
-        if (h.by_size.front_class[k] == key) [[likely]] {
-            Nested::push_chunk(*h.by_size.front_chunks[k], p, n);
-            if constexpr (frees_keep_last) h.last = key;
+        if (put_front(h, p, n, key, k)) [[likely]]
             return;
+        missed(h, n, i, k, p);
+    }
+    // The same where the caller keeps chunk p's stack of its size (the heap
+    // keeps one per span: hash_table::span_chunks): a free that misses the
+    // front pushes there when that stack has chunks already (the class then
+    // holds the size: no directory bit or bound to set) and aims the front at
+    // it, as put_missed would, without finding the class (Velox' malloc,
+    // random sizes: most frees miss the front). An empty stack (or the one a
+    // span spread over two classes keeps, never pushed to) takes the miss.
+    // `chunks` is the stack itself, or what finds it (a heap's sized free
+    // looks up the span only on a miss).
+    template <class H, class C>
+    [[gnu::always_inline]] static void put(H& h, std::byte* p, std::size_t n, std::size_t key, std::size_t i,
+                                           std::size_t k, const C& chunks) noexcept
+        requires(!spills)
+    {
+        if (put_front(h, p, n, key, k)) [[likely]]
+            return;
+        if (chunk_list* const l = static_cast<chunk_list*>(stack_of(chunks)); Nested::holds_chunks(*l)) [[likely]] {
+            Nested::push_chunk(*l, p, n);
+            return aim(h, i, opaque(k), l);
         }
+        missed(h, n, i, k, p);
+    }
+    template <class H>
+    [[gnu::always_inline]] static void missed(H& h, std::size_t n, std::size_t i, std::size_t k, std::byte* p) noexcept {
         if constexpr (sizes_by_class) put_missed(h, by_class{}, i, k, p);
         else put_missed(h, n, i, k, p);
     }
+    // The free's common case: p's class is its size's front.
+    template <class H>
+    [[gnu::always_inline]] static bool put_front(H& h, std::byte* p, std::size_t n, std::size_t key,
+                                                 std::size_t k) noexcept {
+        if (h.by_size.front_class[k] != key) return false;
+        Nested::push_chunk(*h.by_size.front_chunks[k], p, n);
+        if constexpr (frees_keep_last) h.last = key;
+        return true;
+    }
+    // k, where g++ cannot see it is the k the hit path indexed with: else it
+    // computes the miss's store address ahead of the hit's compare (one
+    // instruction on every free that hits).
+    [[gnu::always_inline]] static std::size_t opaque(std::size_t k) noexcept {
+#if defined(__GNUC__)
+        __asm__("" : "+r"(k));
+#endif
+        return k;
+    }
+    template <class C>
+    [[gnu::always_inline]] static void* stack_of(const C& chunks) noexcept {
+        if constexpr (std::is_invocable_r_v<void*, const C&>) return chunks();
+        else return chunks;
+    }
+    // What a span whose chunks lie in no single class keeps: a stack never
+    // pushed to, so every free from it takes the miss.
+    static chunk_list* no_stack() noexcept { return &no_chunks; }
     // The stack of class c that chunks of size class k go on (the nested
     // table's claim_chunks; nullptr: they spill). Where the nested table
     // spills, a stack it hands over from another size drops the front that
