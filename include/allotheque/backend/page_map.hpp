@@ -85,14 +85,11 @@ public:
 
     // The span holding p's page, or nullptr.
     span* find(const void* p) const noexcept {
-        const std::uintptr_t pg = detail::address_of(p) >> page_bits;
-        const std::uintptr_t m = mask_.load(std::memory_order_acquire);
-        const std::uintptr_t b = detail::address_of(base_.load(std::memory_order_relaxed));
-        const entry e = load(b, pg & m, __ATOMIC_ACQUIRE);
+        const looked l = look(p);
         // Read after the entry: a span set past the window lowers it first.
-        if (pg > unaliased_.load(std::memory_order_relaxed)) [[unlikely]]
+        if (l.pg > unaliased_.load(std::memory_order_relaxed)) [[unlikely]]
             return find_past(p);
-        return e == 0 ? nullptr : at(b, e);
+        return l.e == 0 ? nullptr : at(l.b, l.e);
     }
 
     // The entry of p's page taken modulo the window, never null: the span
@@ -140,8 +137,9 @@ private:
     static constexpr std::uintptr_t max_mask = (std::uintptr_t{1} << max_window_bits) - 1;
     static constexpr std::size_t leaf_words = (std::size_t{1} << (max_window_bits - leaf_bits)) / 64;
 
-    static entry load(std::uintptr_t b, std::uintptr_t i, int order = __ATOMIC_RELAXED) noexcept {
-        return __atomic_load_n(reinterpret_cast<const entry*>(b + head) + i, order);
+    template <int Order = __ATOMIC_RELAXED>
+    static entry load(std::uintptr_t b, std::uintptr_t i) noexcept {
+        return __atomic_load_n(reinterpret_cast<const entry*>(b + head) + i, Order);
     }
     static entry* slot(std::uintptr_t b, std::uintptr_t i) noexcept { return reinterpret_cast<entry*>(b + head) + i; }
     static span* at(std::uintptr_t b, entry e) noexcept {
@@ -156,13 +154,24 @@ private:
         return n > m || ((pg - lo) & m) < n;
     }
 
-    // find() for a page that may find an alias's entry, or lie past user space.
-    [[gnu::noinline, gnu::cold]] span* find_past(const void* p) const noexcept {
+    // p's page, the window's mask, the map's base and the page's entry
+    // (acquired: the span it names was set before it).
+    struct looked {
+        std::uintptr_t pg, m, b;
+        entry e;
+    };
+    [[gnu::always_inline]] looked look(const void* p) const noexcept {
         const std::uintptr_t pg = detail::address_of(p) >> page_bits;
         const std::uintptr_t m = mask_.load(std::memory_order_acquire);
         const std::uintptr_t b = detail::address_of(base_.load(std::memory_order_relaxed));
-        const entry e = load(b, pg & m, __ATOMIC_ACQUIRE);
-        return e == 0 || (pg >> max_window_bits) != 0 || holds_alias(*at(b, e), pg, m) ? nullptr : at(b, e);
+        return {pg, m, b, load<__ATOMIC_ACQUIRE>(b, pg & m)};
+    }
+    // find() for a page that may find an alias's entry, or lie past user space.
+    // (Looked up again: find() keeps its lookup in registers.)
+    [[gnu::noinline, gnu::cold]] span* find_past(const void* p) const noexcept {
+        const looked l = look(p);
+        if (l.e == 0 || (l.pg >> max_window_bits) != 0 || holds_alias(*at(l.b, l.e), l.pg, l.m)) return nullptr;
+        return at(l.b, l.e);
     }
     bool reserve() noexcept;
     static unsigned fallback_bits(unsigned w) noexcept;
@@ -281,12 +290,14 @@ inline void page_map::clear(const void* first, std::size_t pages) noexcept {
     if (pages == 0 || ((pg + pages - 1) >> max_window_bits) != 0 || state_.load(std::memory_order_acquire) != 2) return;
     const std::uintptr_t m = mask_.load(std::memory_order_acquire);
     const std::uintptr_t b = detail::address_of(base_.load(std::memory_order_relaxed));
+    if (m == max_mask) {   // the whole of user space: no alias
+        for (std::size_t i = 0; i < pages; ++i)
+            if (entry* e = slot(b, pg + i); __atomic_load_n(e, __ATOMIC_RELAXED) != 0)
+                __atomic_store_n(e, 0, __ATOMIC_RELEASE);
+        return;
+    }
     for (std::size_t i = 0; i < pages; ++i) {
         entry* e = slot(b, (pg + i) & m);
-        if (m == max_mask) {
-            if (__atomic_load_n(e, __ATOMIC_RELAXED) != 0) __atomic_store_n(e, 0, __ATOMIC_RELEASE);
-            continue;
-        }
         entry old = __atomic_load_n(e, __ATOMIC_ACQUIRE);
         while (old != 0 && !holds_alias(*at(b, old), pg + i, m) &&
                !__atomic_compare_exchange_n(e, &old, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
