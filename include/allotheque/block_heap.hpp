@@ -136,6 +136,25 @@ public:
         release(q, sp);
     }
 
+    // The span whose block p would start, any block heap's of this process,
+    // from the page map's entry alone: a large block's payload, or an
+    // aligned address whose tags lie in a block span; nullptr otherwise
+    // (the empty span, an alias, a small span: neither state). p's tags
+    // are not read: tag_in_use tells a block handed out from a free one.
+    [[gnu::always_inline]] static span* block_start_span(const std::byte* p) noexcept {
+        span* sp = backend::page_map::instance().find_wrapped(p - tags::payload_offset);
+        if ((sp->state != state::block && sp->state != state::large) || detail::address_of(p) % tags::align != 0)
+            return nullptr;
+        if (sp->state == state::large) return p == sp->base + sp->chunk ? sp : nullptr;
+        return sp->contains(p - tags::payload_offset) ? sp : nullptr;
+    }
+    // Whether block p's head tag says handed out (not free, not parked in a
+    // fast bin): else a free of it is a second one.
+    [[gnu::always_inline]] static bool tag_in_use(std::byte* p) noexcept {
+        const std::size_t h = tags::head(tags::block_of(p));
+        return (h & tags::in_use) && !(h & tags::waiting);
+    }
+
     // The span of p, a block some block heap of this process handed out and
     // that is still out (checked when it was freed, say, and queued since):
     // the page map's entry alone, no test.
@@ -257,20 +276,12 @@ private:
 
     // The span of p, checked before any of p's tags is read.
     span* checked_span(std::byte* p, const char* what) noexcept {
-        span* sp = backend::page_map::instance().find(p - tags::payload_offset);
+        span* sp = block_start_span(p);
         if (!sp || sp->owner != owner_tag_)
             detail::fail("allotheque::block_heap", "a pointer this heap did not hand out", what, p);
-        if (sp->state == state::large) {
-            if (p != sp->base + sp->chunk)
-                detail::fail("allotheque::block_heap", "a pointer inside a large block", what, p);
-            return sp;
-        }
-        if (sp->state != state::block || detail::address_of(p) % tags::align != 0)
-            detail::fail("allotheque::block_heap", "a pointer this heap did not hand out", what, p);
-        const std::size_t h = tags::head(tags::block_of(p));
-        if (!(h & tags::in_use) || (h & tags::waiting))
-            detail::fail("allotheque::block_heap", "double free (the block is already free)", what, p);
-        check_extent(p, *sp, h, what);
+        if (sp->state == state::large) return sp;
+        if (!tag_in_use(p)) detail::fail("allotheque::block_heap", "double free (the block is already free)", what, p);
+        check_extent(p, *sp, tags::head(tags::block_of(p)), what);
         return sp;
     }
     // Block p, whose head tag h says in use, lies inside sp and is followed by

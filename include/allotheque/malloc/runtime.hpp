@@ -408,25 +408,14 @@ private:
     // and realloc's paths it is most of the work.
     [[gnu::always_inline]] static span* block_span(void* p, const char* what) noexcept {
         if constexpr (block_heap) {
-            // A block's tags sit in the 16 bytes before it, in its span.
-            using tags = boundary_tags;
+            // A block handed out must not be freed twice: a free block (or
+            // one parked in a fast bin) holds links a remote free would
+            // overwrite.
             auto* q = static_cast<std::byte*>(p);
-            // The page map's entry alone (the empty span where there is none,
-            // whose state is neither): a large block's start test is exact,
-            // and a block span must hold the tags (not so an alias's).
-            span* sp = backend::page_map::instance().find_wrapped(q - tags::payload_offset);
-            if ((sp->state != span_state::block && sp->state != span_state::large) ||
-                detail::address_of(p) % min_align != 0)
-                invalid(what, p);
-            if (sp->state == span_state::large) {
-                if (q != sp->base + sp->chunk) invalid(what, p);
-            } else {
-                if (!sp->contains(q - tags::payload_offset)) invalid(what, p);
-                // A block the heap holds as free (or parked in a fast bin) must
-                // not be touched again: a remote free would overwrite its links.
-                const std::size_t h = tags::head(tags::block_of(p));
-                if (!(h & tags::in_use) || (h & tags::waiting)) detail::fail("allotheque malloc", "double free", what, p);
-            }
+            span* sp = heap_type::block_start_span(q);
+            if (!sp) invalid(what, p);
+            if (sp->state != span_state::large && !heap_type::tag_in_use(q))
+                detail::fail("allotheque malloc", "double free", what, p);
             return sp;
         } else {
             span* sp = heap_type::span_of_any(p);
