@@ -278,7 +278,7 @@ public:
             if (served_small(r, c)) [[likely]] {
                 if constexpr (partition_span_chunks)
                     // The span's stack, from the page map, on a front's miss only.
-                    return put_chunk(p, c.size, c.index, [p] { return span_at(p)->in_use.chunks; });
+                    return put_chunk(p, c.size, c.index, [p] { return span_of_block(p).in_use.chunks; });
                 return put_chunk(p, c.size, c.index);
             }
             deallocate_by_size(p, r);

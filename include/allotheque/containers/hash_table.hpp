@@ -551,8 +551,7 @@ public:
     // class k in [p, p+n) goes on, made ready now, or where they span two
     // classes a stack that is never pushed to. The heap keeps it per span
     // (span::in_use.chunks) and passes it, or what finds it, to the
-    // five-argument deallocate. After
-    // prepare(p, n).
+    // five-argument deallocate. After prepare(p, n).
     static constexpr bool keeps_span_chunks = [] {
         if constexpr (sized) return !fronts::spills;
         else return false;
