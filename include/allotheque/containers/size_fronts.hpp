@@ -224,6 +224,32 @@ struct size_fronts {
         }
         missed(h, n, i, k, p);
     }
+    // What a span whose chunks lie in no single class keeps: a stack never
+    // pushed to, so every free from it takes the miss.
+    static chunk_list* no_stack() noexcept { return &no_chunks; }
+    // The stack of class c that chunks of size class k go on (the nested
+    // table's claim_chunks; nullptr: they spill). Where the nested table
+    // spills, a stack it hands over from another size drops the front that
+    // named it for that size; the other fronts stay, so that a request without
+    // a hint still finds where its size was. Every free that may claim a stack
+    // comes through here: a miss (put_new) and a range free (the table's).
+    template <class H, class C>
+    [[gnu::always_inline]] static chunk_list* claim(H& h, C& c, std::size_t k) noexcept {
+        const auto [l, evicted] = Nested::claim_chunks(c, k);
+        if constexpr (spills)
+            if (evicted != npos && h.by_size.front_chunks[evicted] == l) drop(h, evicted);
+        return l;
+    }
+    // Chunks of size class k went into class i other than by put (a range
+    // free, its stack claimed first): the bound may come down to it, and i is
+    // the class used last.
+    template <class H>
+    static void freed_run(H& h, std::size_t i, std::size_t k) noexcept {
+        lower(h, i, k);
+        if constexpr (frees_keep_last) h.last = i;
+    }
+
+private:
     template <class H>
     [[gnu::always_inline]] static void missed(H& h, std::size_t n, std::size_t i, std::size_t k, std::byte* p) noexcept {
         if constexpr (sizes_by_class) put_missed(h, by_class{}, i, k, p);
@@ -252,32 +278,6 @@ struct size_fronts {
         if constexpr (std::is_invocable_r_v<void*, const C&>) return chunks();
         else return chunks;
     }
-    // What a span whose chunks lie in no single class keeps: a stack never
-    // pushed to, so every free from it takes the miss.
-    static chunk_list* no_stack() noexcept { return &no_chunks; }
-    // The stack of class c that chunks of size class k go on (the nested
-    // table's claim_chunks; nullptr: they spill). Where the nested table
-    // spills, a stack it hands over from another size drops the front that
-    // named it for that size; the other fronts stay, so that a request without
-    // a hint still finds where its size was. Every free that may claim a stack
-    // comes through here: a miss (put_new) and a range free (the table's).
-    template <class H, class C>
-    [[gnu::always_inline]] static chunk_list* claim(H& h, C& c, std::size_t k) noexcept {
-        const auto [l, evicted] = Nested::claim_chunks(c, k);
-        if constexpr (spills)
-            if (evicted != npos && h.by_size.front_chunks[evicted] == l) drop(h, evicted);
-        return l;
-    }
-    // Chunks of size class k went into class i other than by put (a range
-    // free, its stack claimed first): the bound may come down to it, and i is
-    // the class used last.
-    template <class H>
-    static void freed_run(H& h, std::size_t i, std::size_t k) noexcept {
-        lower(h, i, k);
-        if constexpr (frees_keep_last) h.last = i;
-    }
-
-private:
     template <class H>
     [[gnu::always_inline]] static void point(H& h, std::size_t k, std::size_t i, chunk_list* l) noexcept {
         h.by_size.front_class[k] = i;
