@@ -19,6 +19,7 @@
 // first. Placement is the same; steady churn, a free then an allocation of
 // its size, no longer creates and empties a class each time.
 #pragma once
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <new>
@@ -562,6 +563,18 @@ public:
         const std::size_t i = class_of(Attr::of_chunk(p, 1));
         if (i != class_of(Attr::of_chunk(p + n - 1, 1))) return fronts::no_stack();
         return Nested::find_chunks(h.classes.obtain(i), k);
+    }
+    // How many of the n bytes from p lie in p's class: a heap that cuts a
+    // span shorter to keep it in one class keeps its stack (span_chunks).
+    static std::size_t span_room(const std::byte* p, std::size_t n) noexcept
+        requires keeps_span_chunks
+    {
+        if constexpr (requires { requires Attr::class_bytes > 0; }) {
+            const std::uintptr_t a = detail::address_of(p);
+            return std::min(n, static_cast<std::size_t>((a | (Attr::class_bytes - 1)) - a + 1));
+        } else {
+            return n;
+        }
     }
     template <class C>
     [[gnu::always_inline]] static void deallocate(header_type& h, std::byte* p, std::size_t n, std::size_t k,

@@ -179,7 +179,10 @@ struct size_fronts {
             drop(h, k);   // no class holds the size: whatever it names is empty
             return nullptr;
         }
-        lacks(h, n, k, low);
+        // Where low is the target whose stack was just found empty, its bit
+        // stays: a later free into it then finds the bit set, and the walk
+        // skips it as it starts above.
+        if (low != t) lacks(h, n, k, low);
         // One call of next(), inlined once.
         for (std::size_t i = low; (i = h.sizes.next(n, i + 1)) != npos;) {
             if (i != t && i != last)
