@@ -114,7 +114,10 @@ public:
                     if (const std::size_t c = next_in(*l, number, size, from); c != npos) return c;
             return npos;
         }
-        for (std::size_t i = first_leaf_at_or_after(from >> leaf_bits); i < used_; ++i)
+        // From the leaf noted last where `from` lies in it (a heap's classes
+        // usually lie in one leaf), else from a search among the leaves.
+        const std::size_t number = from >> leaf_bits;
+        for (std::size_t i = last_ && last_number_ == number ? last_index_ : first_leaf_at_or_after(number); i < used_; ++i)
             if (const std::size_t c = next_in(*leaves_[i].l, leaves_[i].number, size, from); c != npos) return c;
         return npos;
     }
@@ -231,6 +234,7 @@ private:
         }
         last_ = l;
         last_number_ = number;
+        last_index_ = i;
         return l;
     }
 
@@ -238,6 +242,7 @@ private:
     std::size_t used_ = 0;
     leaf* last_ = nullptr;
     std::size_t last_number_ = 0;
+    std::size_t last_index_ = 0;   // last_'s place in leaves_ (leaves are only inserted, by map_leaf)
     [[no_unique_address]] detail::slot<direct, std::array<leaf*, leaf_count>> slots_{};
     bool complete_ = true;
 };
