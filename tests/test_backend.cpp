@@ -321,6 +321,12 @@ TEST_CASE("page_map: in a window, pages that share an entry are refused, never c
     be::span s1, s2, s3;
     s1.base = at(x);
     s1.bytes = 4 * page;
+    // In use and cut into 64-byte chunks, all handed out, as a refill leaves
+    // a span (its in-use fields share bytes with a free span's set hook, so a
+    // record not opened by a registry holds whatever was there).
+    s1.clear_in_use();
+    s1.set_chunk(64);
+    s1.set_handed(4 * page / 64);
     s2.base = at(x + window);
     s2.bytes = page;
     REQUIRE(map.set(s1.base, 4, &s1));
