@@ -753,7 +753,6 @@ private:
                     growth_shift_ = wasted ? std::max(1, growth_shift_ - 1) : 3;
                 }
             }
-            opened_since_sweep_ += bytes;
         }
         span* sp = spans_.open(bytes, hint, state::small, owner_tag_);
         if (!sp && sweep_for_memory()) sp = spans_.open(bytes, hint, state::small, owner_tag_);
@@ -772,6 +771,9 @@ private:
             if (const std::size_t room = P::span_room(sp->base, bytes); room < bytes && s <= detail::page_size)
                 if (spans_.resize(sp, room)) bytes = sp->bytes;
         }
+        // The bytes the span holds after any cut: the growth trigger above
+        // compares them with the small spans' total, which counts the same.
+        if constexpr (sweepable_partition<P> && cfg.reclaim != reclaim_policy::never) opened_since_sweep_ += bytes;
         if (!P::prepare(root_, sp->base, bytes)) {
             spans_.close(sp);
             return nullptr;

@@ -566,15 +566,13 @@ public:
     }
     // How many of the n bytes from p lie in p's class: a heap that cuts a
     // span shorter to keep it in one class keeps its stack (span_chunks).
+    // Only where a class is an aligned run of addresses: elsewhere the heap
+    // has nothing to cut at and the member is absent.
     static std::size_t span_room(const std::byte* p, std::size_t n) noexcept
-        requires keeps_span_chunks
+        requires keeps_span_chunks && requires { requires Attr::class_bytes > 0; }
     {
-        if constexpr (requires { requires Attr::class_bytes > 0; }) {
-            const std::uintptr_t a = detail::address_of(p);
-            return std::min(n, static_cast<std::size_t>((a | (Attr::class_bytes - 1)) - a + 1));
-        } else {
-            return n;
-        }
+        const std::uintptr_t a = detail::address_of(p);
+        return std::min(n, static_cast<std::size_t>((a | (Attr::class_bytes - 1)) - a + 1));
     }
     template <class C>
     [[gnu::always_inline]] static void deallocate(header_type& h, std::byte* p, std::size_t n, std::size_t k,
