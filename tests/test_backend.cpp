@@ -495,6 +495,31 @@ TEST_CASE("arena_source: consecutive ranges are adjacent, freed ranges reused", 
     CHECK(al::arena_source::reserved_bytes() >= al::arena_source::handed_out_bytes());
 }
 
+// Each arena starts on a 2 MiB boundary, so that where spans land among the
+// classes of an address attribute (64 KiB vicinities, pages) does not depend
+// on what the process mapped before. The range that made a new arena is the
+// arena's first.
+TEST_CASE("arena_source: a new arena starts on a 2 MiB boundary", "[backend][sources]") {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        al::arena_source s;
+        for (int i = 0; i < 512; ++i) {
+            const std::size_t before = al::arena_source::reserved_bytes();
+            void* p = s.allocate(std::size_t{8} << 20, nullptr);
+            if (!p) ::_exit(2);
+            if (al::arena_source::reserved_bytes() != before)
+                ::_exit(addr(p) % al::arena_source::arena_align == 0 ? 0 : 1);
+        }
+        ::_exit(3);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    INFO("child exit status (1: the new arena is not aligned; 2, 3: no new arena)");
+    CHECK(WEXITSTATUS(status) == 0);
+}
+
 // Under a tight `ulimit -v`, an arena mapped after the system refused a
 // larger one takes half of what it could: with all of it, the page-map
 // leaves and span records mapped beside the arenas found no address space,
