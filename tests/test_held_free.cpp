@@ -133,12 +133,15 @@ void same_placement(unsigned seed, std::size_t ops) {
     std::map<std::size_t, std::uint64_t> live;   // offset -> stamp written into the chunk
     auto chunk_size = [&](std::size_t off) { return page_size[off / page]; };
 
-    // Every page's chunks start free, the lowest on top (as a refill leaves them).
+    // Every page's chunks start free, the lowest on top (as a refill leaves
+    // them): one by one, the highest first, and where the two order a range
+    // alike, one range for the table under test (a heap's refill).
     for (std::size_t pg = 0; pg < page_size.size(); ++pg) {
         const std::size_t s = page_size[pg];
+        if constexpr (ExactOrder) al::deallocate_range_in<Held>(a.h, a.at(pg * page), page / s, s);
         for (std::size_t k = page / s; k-- > 0;) {
             const std::size_t off = pg * page + k * s;
-            Held::deallocate(a.h, a.at(off), s);
+            if constexpr (!ExactOrder) Held::deallocate(a.h, a.at(off), s);
             Linked::deallocate(b.h, b.at(off), s);
             free_set.insert(off);
         }
@@ -216,6 +219,16 @@ void same_placement(unsigned seed, std::size_t ops) {
             check_and_forget(off);
             Held::deallocate(a.h, a.at(off), chunk_size(off));
             Linked::deallocate(b.h, b.at(off), chunk_size(off));
+        } else if (dice < 95 && ExactOrder) {
+            // Consecutive live chunks of one page as one range (how a refill
+            // hands a span's chunks over) for the table under test, one by
+            // one from the highest for the other.
+            const std::size_t first = random_live(), s = chunk_size(first);
+            std::size_t k = 1;
+            while (k < 8 && (first + k * s) / page == first / page && live.count(first + k * s)) ++k;
+            for (std::size_t j = 0; j < k; ++j) check_and_forget(first + j * s);
+            al::deallocate_range_in<Held>(a.h, a.at(first), k, s);
+            for (std::size_t j = k; j-- > 0;) Linked::deallocate(b.h, b.at(first + j * s), s);
         } else if (dice < 97 && ExactOrder) {
             // A range free: live chunks of one size, in address order.
             const std::size_t s = chunk_size(random_live());

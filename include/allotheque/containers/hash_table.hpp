@@ -665,6 +665,40 @@ public:
         }
     }
 
+    // The same where the table holds the last free aside and aims entries
+    // by size (the paper's Velox and Medius over lists of exact sizes): a
+    // stretch of a class is linked at once and aims its size's entry, as
+    // its lowest chunk's free would have; a stretch of one chunk is freed as
+    // such (into a class that does not exist, it is held). A refill of
+    // velox_heap's one-page spans had freed its chunks one by one: 3,270
+    // instructions a refill on treeadd, against 904 for QuickFit's.
+    static void deallocate_range(header_type& h, std::byte* p, std::size_t count, std::size_t n) noexcept
+        requires has_front && requires(typename Nested::header_type& c, typename Nested::front_header** a) {
+            Nested::deallocate_range(c, p, count, n, a);
+        }
+    {
+        while (count > 0) {
+            const std::size_t k =
+                same_class_tail<Attr>(p, count, n, [n](std::byte* c) { return class_of(Attr::of_chunk(c, n)); });
+            count -= k;
+            std::byte* const run = p + count * n;
+            const std::size_t i = class_of(Attr::of_chunk(run, n));
+            if (k == 1) {
+                put(h, run, n, i);
+                continue;
+            }
+            // The held chunk is linked first where a free would link it: when
+            // the stretch's class is not its size's entry (a held chunk's
+            // class does not exist, and this may make it).
+            if (const front_entry& e = front_of(h, n); e.i != i || e.n != n) settle(h);
+            if constexpr (directed) h.sizes.note(n, i);
+            typename Nested::front_header* chunks = nullptr;
+            Nested::deallocate_range(h.classes.obtain(i), run, k, n, &chunks);
+            aim(h, i, n, chunks);
+            h.last = i;
+        }
+    }
+
     // Every chunk of every class to f; the table keeps its mapped metadata.
     template <class F>
     static void drain(header_type& h, F&& f) noexcept {

@@ -212,6 +212,25 @@ struct list<Attr, Nested, Pred, Links> {
         return fresh;
     }
 
+    // Consecutive chunks of one size, p on top, as if freed from the highest
+    // down: a new class takes the highest as its host. `aimed` as for
+    // deallocate.
+    static void deallocate_range(header_type& h, std::byte* p, std::size_t count, std::size_t n,
+                                 front_header** aimed = nullptr) noexcept
+        requires size_attribute<Attr>
+    {
+        if (count == 0) return;
+        cursor c{h};
+        node* cls = c.lookup(Attr::of_chunk(p, n));
+        if (cls) {
+            if constexpr (predicate_remembers_frees<Pred>) h.last = cls;
+        } else {
+            cls = open(h, p + --count * n, n);
+        }
+        deallocate_range_in<Nested>(cls->nested, p, count, n);
+        if (aimed) *aimed = &cls->nested;
+    }
+
     // Chunks of one class found once per run of consecutive same-class chunks;
     // a new class takes the run's first chunk as its host.
     static void deallocate_run(header_type& h, std::byte* const* ps, std::size_t count, std::size_t n) noexcept {
