@@ -44,6 +44,7 @@
 
 namespace al = allotheque;
 namespace be = allotheque::backend;
+using allotheque_test::exit_status_in_child;
 using allotheque_test::in_child;
 using allotheque_test::source_ledger;
 using allotheque_test::tracking_source;
@@ -363,9 +364,7 @@ TEST_CASE("page_map: in a window, pages that share an entry are refused, never c
 // Started under a `ulimit -v` that cannot hold the 256 GiB map: the map takes
 // a window that leaves the program its room, and works.
 TEST_CASE("page_map: under an address-space limit, the map takes a window and works", "[backend]") {
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
+    const int status = exit_status_in_child([] {
         const unsigned long long vm_kib = vm_size_kib();
         if (vm_kib == 0) ::_exit(4);
         const rlim_t limit = static_cast<rlim_t>(vm_kib) * 1024 + (rlim_t{4} << 30);
@@ -383,13 +382,9 @@ TEST_CASE("page_map: under an address-space limit, the map takes a window and wo
         if (map.find(static_cast<std::byte*>(m) + 63 * page) != &s || map.find_wrapped(m) != &s) ::_exit(3);
         // A map of at most 1 GiB and 1/64 of the limit.
         if (w > 27 || (std::size_t{8} << w) > limit / 64) ::_exit(7);
-        ::_exit(0);
-    }
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
+    });
     INFO("child exit status (1: set refused; 2: no window; 3: lookups; 7: window too large; 4-6: set-up)");
-    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(status == 0);
 }
 #endif
 
@@ -500,9 +495,7 @@ TEST_CASE("arena_source: consecutive ranges are adjacent, freed ranges reused", 
 // on what the process mapped before. The range that made a new arena is the
 // arena's first.
 TEST_CASE("arena_source: a new arena starts on a 2 MiB boundary", "[backend][sources]") {
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
+    const int status = exit_status_in_child([] {
         al::arena_source s;
         for (int i = 0; i < 512; ++i) {
             const std::size_t before = al::arena_source::reserved_bytes();
@@ -512,12 +505,9 @@ TEST_CASE("arena_source: a new arena starts on a 2 MiB boundary", "[backend][sou
                 ::_exit(addr(p) % al::arena_source::arena_align == 0 ? 0 : 1);
         }
         ::_exit(3);
-    }
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
+    });
     INFO("child exit status (1: the new arena is not aligned; 2, 3: no new arena)");
-    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(status == 0);
 }
 
 // Under a tight `ulimit -v`, an arena mapped after the system refused a
@@ -526,9 +516,7 @@ TEST_CASE("arena_source: a new arena starts on a 2 MiB boundary", "[backend][sou
 // and a heap with free arena space failed (the malloc's reuse_sizes test, one
 // run in eight, 2026-11-27).
 TEST_CASE("arena_source: near the address-space limit, an arena leaves room beside it", "[backend][sources]") {
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
+    const int status = exit_status_in_child([] {
         al::arena_source s;
         // Reservations double up to 1 GiB: after these, the next one tries
         // 1 GiB first, and is refused below.
@@ -549,12 +537,9 @@ TEST_CASE("arena_source: near the address-space limit, an arena leaves room besi
         // What a heap maps beside its arenas (page-map leaves, records).
         void* m = ::mmap(nullptr, std::size_t{16} << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         ::_exit(m == MAP_FAILED ? 1 : 0);
-    }
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    REQUIRE(WIFEXITED(status));
+    });
     INFO("child exit status (1: nothing left beside the arena; 2-5: set-up failed)");
-    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(status == 0);
 }
 
 // The reason for arena_source: heaps refilling on several threads while other

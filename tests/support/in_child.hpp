@@ -37,4 +37,21 @@ std::pair<bool, std::string> in_child(F f) {
     return {WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, err};
 }
 
+// Runs f in a forked child, which ends with ::_exit(status) (returning from
+// f exits 0), for a test that changes the whole process (an address-space
+// limit, fresh arenas). Returns the exit status, or -1 when the child did not
+// exit (a signal).
+template <class F>
+int exit_status_in_child(F f) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        f();
+        std::_Exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 } // namespace allotheque_test
