@@ -39,6 +39,15 @@
 namespace allotheque {
 
 namespace detail {
+// A nested partition that links a range of consecutive chunks and says where
+// they went (list<size>::deallocate_range): a concept, so that a partition
+// without front_header makes it false rather than an error.
+template <class N>
+concept links_ranges_aimed = requires(typename N::header_type& c, std::byte* p, std::size_t n,
+                                      typename N::front_header** a) { N::deallocate_range(c, p, n, n, a); };
+} // namespace detail
+
+namespace detail {
 // Classes wider than four pages (hash_table::forgets_emptied_sizes).
 template <class Attr>
 inline constexpr bool wide_classes = [] {
@@ -673,9 +682,7 @@ public:
     // velox_heap's one-page spans had freed its chunks one by one: 3,270
     // instructions a refill on treeadd, against 904 for QuickFit's.
     static void deallocate_range(header_type& h, std::byte* p, std::size_t count, std::size_t n) noexcept
-        requires has_front && requires(typename Nested::header_type& c, typename Nested::front_header** a) {
-            Nested::deallocate_range(c, p, count, n, a);
-        }
+        requires has_front && detail::links_ranges_aimed<Nested>
     {
         while (count > 0) {
             const std::size_t k =
