@@ -45,9 +45,7 @@ namespace detail {
 template <class N>
 concept links_ranges_aimed = requires(typename N::header_type& c, std::byte* p, std::size_t n,
                                       typename N::front_header** a) { N::deallocate_range(c, p, n, n, a); };
-} // namespace detail
 
-namespace detail {
 // Classes wider than four pages (hash_table::forgets_emptied_sizes).
 template <class Attr>
 inline constexpr bool wide_classes = [] {
@@ -660,18 +658,14 @@ public:
     // The same over consecutive chunks, the highest stretch of a class first,
     // so that p's class is the one used last. Not where the table holds the
     // last free aside (holds_last_free: the paper's Velox and Medius), whose
-    // frees also aim entries by size: there the chunks go one by one.
+    // frees also aim entries by size: the member below serves those with a
+    // front over lists of sizes, and any other goes one chunk at a time.
     static void deallocate_range(header_type& h, std::byte* p, std::size_t count, std::size_t n) noexcept
         requires(!holds_last_free)
     {
-        while (count > 0) {
-            const std::size_t k =
-                same_class_tail<Attr>(p, count, n, [n](std::byte* c) { return class_of(Attr::of_chunk(c, n)); });
-            count -= k;
-            std::byte* const run = p + count * n;
-            freed_into(h, class_of(Attr::of_chunk(run, n)), n,
-                       [&](auto& c) { deallocate_range_in<Nested>(c, run, k, n); });
-        }
+        for_each_stretch(p, count, n, [&](std::byte* run, std::size_t k, std::size_t i) {
+            freed_into(h, i, n, [&](auto& c) { deallocate_range_in<Nested>(c, run, k, n); });
+        });
     }
 
     // The same where the table holds the last free aside and aims entries
@@ -684,16 +678,8 @@ public:
     static void deallocate_range(header_type& h, std::byte* p, std::size_t count, std::size_t n) noexcept
         requires has_front && detail::links_ranges_aimed<Nested>
     {
-        while (count > 0) {
-            const std::size_t k =
-                same_class_tail<Attr>(p, count, n, [n](std::byte* c) { return class_of(Attr::of_chunk(c, n)); });
-            count -= k;
-            std::byte* const run = p + count * n;
-            const std::size_t i = class_of(Attr::of_chunk(run, n));
-            if (k == 1) {
-                put(h, run, n, i);
-                continue;
-            }
+        for_each_stretch(p, count, n, [&](std::byte* run, std::size_t k, std::size_t i) {
+            if (k == 1) return put(h, run, n, i);
             // The held chunk is linked first where a free would link it: when
             // the stretch's class is not its size's entry (a held chunk's
             // class does not exist, and this may make it).
@@ -703,6 +689,18 @@ public:
             Nested::deallocate_range(h.classes.obtain(i), run, k, n, &chunks);
             aim(h, i, n, chunks);
             h.last = i;
+        });
+    }
+    // Chunks p, p + n, ... (count of them) by stretches of one class, the
+    // highest first: f(run, k, i) for the k chunks from run, in class i.
+    template <class F>
+    static void for_each_stretch(std::byte* p, std::size_t count, std::size_t n, F&& f) noexcept {
+        while (count > 0) {
+            const std::size_t k =
+                same_class_tail<Attr>(p, count, n, [n](std::byte* c) { return class_of(Attr::of_chunk(c, n)); });
+            count -= k;
+            std::byte* const run = p + count * n;
+            f(run, k, class_of(Attr::of_chunk(run, n)));
         }
     }
 
@@ -773,20 +771,26 @@ private:
     {
         if (h.held.p) [[unlikely]]
             return put_holding(h, p, n, i);
-        if (void* chunks = pair_chunks(h, n, i)) {
-            // The class exists and holds the size (and has its directory
-            // bit), so nothing else changes.
-            Nested::front_push(chunks_at(chunks), p, n);
-            point(h, n, i, chunks);
-            h.last = i;
-            return;
-        }
+        if (push_pair(h, p, n, i)) return;
         put_linking(h, p, n, i);
     }
     [[gnu::noinline]] static void put_holding(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept
         requires has_front
     {
         put_slow(h, p, n, i);
+    }
+    // Chunk p onto the pair's chunks (size n in class i), where the pair
+    // table has them: the class exists and holds the size (and has its
+    // directory bit), so nothing else changes. False where it has not.
+    [[gnu::always_inline]] static bool push_pair(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept
+        requires has_front
+    {
+        void* const chunks = pair_chunks(h, n, i);
+        if (!chunks) return false;
+        Nested::front_push(chunks_at(chunks), p, n);
+        point(h, n, i, chunks);
+        h.last = i;
+        return true;
     }
     // Into class i, found (or held, where it does not exist).
     [[gnu::noinline]] static void put_linking(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept
@@ -814,14 +818,7 @@ private:
                     h.last = i;
                     return;
                 }
-                // The pair's chunks: the class exists and holds the size
-                // (and has its directory bit), so nothing else changes.
-                if (void* chunks = pair_chunks(h, n, i)) {
-                    Nested::front_push(chunks_at(chunks), p, n);
-                    point(h, n, i, chunks);
-                    h.last = i;
-                    return;
-                }
+                if (push_pair(h, p, n, i)) return;
             }
             return link_or_hold(h, p, n, i);
         } else {

@@ -13,8 +13,9 @@
 // leave the resident set and read as zero), merged with free neighbours in the
 // same arena and reused, best fit, lowest address first. An arena that becomes
 // entirely free is unmapped, except the last one left. Arenas start at 64 MiB
-// and double up to 1 GiB, each reserved on a 2 MiB boundary; when the system refuses a reservation (a tight
-// `ulimit -v`, strict overcommit) the size is halved down to the request.
+// and double up to 1 GiB, each reserved on a 2 MiB boundary; when the system
+// refuses a reservation (a tight `ulimit -v`, strict overcommit) the size is
+// halved down to the request.
 //
 // Thread-safe (one mutex; the heaps above ask it only to grow, rarely) and
 // fork-safe: the mutex is taken around fork after every thread registry's
