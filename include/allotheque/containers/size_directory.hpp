@@ -100,8 +100,8 @@ public:
     // hold".
     [[gnu::always_inline]] bool lacks_at_a_glance(std::size_t size, std::size_t cls) const noexcept {
         const leaf* l = glance(cls);
-        if constexpr (direct) return vouches(size) && (!l || !has_bit(*l, size, cls));   // no leaf: nothing noted
-        else return l && vouches(size) && !has_bit(*l, size, cls);                        // no leaf: cannot tell
+        if constexpr (direct) return vouches(size) && (!l || !has_bit<true>(*l, size, cls));   // no leaf: nothing noted
+        else return l && vouches(size) && !has_bit<true>(*l, size, cls);                        // no leaf: cannot tell
     }
     // Whether next() can be trusted for this size (else the caller walks).
     bool vouches(std::size_t size) const noexcept { return complete_ && indexed(size); }
@@ -167,10 +167,21 @@ private:
             bitmap(const_cast<std::uint64_t*>(l.bits[size / step])).find_next(base >= from ? 0 : from - base);
         return j != npos ? base | j : npos;
     }
-    // One load and a shift: it sits on every free (note).
+    // One load and a shift: it sits on every free (note). Split: the word
+    // from cls's bits past the sixth and the bit from its low six, so the
+    // class's index in its leaf is never kept whole: a register less where
+    // the locality heaps' allocation asks about two classes
+    // (lacks_at_a_glance; velox_heap's allocation saved a push and a pop).
+    // Not on a free's note, where it cost Medius' random sizes 1.6
+    // instructions a step.
+    template <bool Split = false>
     [[gnu::always_inline]] static bool has_bit(const leaf& l, std::size_t size, std::size_t cls) noexcept {
-        const std::size_t j = cls & (leaf_classes - 1);
-        return (l.bits[size / step][j >> 6] >> (j & 63)) & 1u;
+        if constexpr (Split && leaf_classes >= 64) {
+            return (l.bits[size / step][(cls >> 6) & (leaf_classes / 64 - 1)] >> (cls & 63)) & 1u;
+        } else {
+            const std::size_t j = cls & (leaf_classes - 1);
+            return (l.bits[size / step][j >> 6] >> (j & 63)) & 1u;
+        }
     }
     std::size_t first_leaf_at_or_after(std::size_t number) const noexcept {
         return static_cast<std::size_t>(
