@@ -634,7 +634,8 @@ public:
     [[gnu::always_inline]] static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept
         requires address_attribute<Attr>
     {
-        put(h, p, n, class_of(Attr::of_chunk(p, n)));
+        if constexpr (has_front) put(h, p, n, class_key(p, n), class_of(Attr::of_chunk(p, n)));
+        else put(h, p, n, class_of(Attr::of_chunk(p, n)));
     }
     static void deallocate(header_type& h, std::byte* p, std::size_t n) noexcept
         requires(!address_attribute<Attr>)
@@ -750,14 +751,23 @@ private:
     [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t i) noexcept
         requires has_front
     {
+        put(h, p, n, i, i);
+    }
+    // `key` is i, or a value that equals i or no class at all
+    // (class_key), compared in its place so that i is computed on a miss
+    // only (velox_heap's free: its class without the mask).
+    [[gnu::always_inline]] static void put(header_type& h, std::byte* p, std::size_t n, std::size_t key,
+                                           std::size_t i) noexcept
+        requires has_front
+    {
         const front_entry& e = front_of(h, n);
         // As for an allocation, a held chunk is in another class: linking
         // it first (what the slow path's settle does) can wait for the next
         // operation that reads the classes.
-        if (e.i == i && e.n == n) [[likely]] {
+        if (e.i == key && e.n == n) [[likely]] {
             // The class holds the size, so the directory has its bit.
             Nested::front_push(chunks_of(e), p, n);
-            h.last = i;
+            h.last = key;
             return;
         }
         put_missed(h, p, n, i);
