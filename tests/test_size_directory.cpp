@@ -1,7 +1,7 @@
 // size_directory (containers/size_directory.hpp) against a std::set reference
-// per size under random note / forget / next / clear, at the widths Medius
-// (2^16 classes) and Velox (2^31 classes, sparse leaves) use and one below a
-// leaf; plus its defined answers to sizes it does not index and to running out
+// per size under random note / forget / next / may_hold / lacks_at_a_glance /
+// clear, at the widths Medius (2^16 classes) and Velox (2^31 classes, sparse
+// leaves) use and one below a leaf; plus its defined answers to sizes it does not index and to running out
 // of leaves.
 #include "catch.hpp"
 
@@ -27,7 +27,9 @@ std::size_t ref_next(const std::set<std::size_t>& s, std::size_t from) {
 
 // Classes drawn from a few clusters (as a heap's vicinities are), so leaves
 // and bitmap words fill and empty; sizes from a small set plus the extremes.
-template <unsigned Bits>
+// Direct: the directory's leaves each have a slot (2^16 classes and fewer),
+// so lacks_at_a_glance is exact there.
+template <unsigned Bits, bool Direct>
 void directory_against_sets(std::size_t ops, unsigned seed) {
     auto d = std::make_unique<al::size_directory<Bits>>();
     std::map<std::size_t, std::set<std::size_t>> ref;   // size -> classes
@@ -60,9 +62,21 @@ void directory_against_sets(std::size_t ops, unsigned seed) {
             if (!r.empty() && rng() % 2) c = ref_next(r, c) == npos ? *r.begin() : ref_next(r, c);
             d->forget(s, c);
             r.erase(c);
-        } else if (op < 15) {
+        } else if (op < 13) {
             const std::size_t from = rng() % 4 == 0 ? 0 : pick_class();
             REQUIRE(d->next(s, from) == ref_next(ref[s], from));
+        } else if (op < 15) {
+            // One class's bit, asked directly: a noted class half the time,
+            // so that both answers are checked at every bit of a word.
+            const auto& r = ref[s];
+            std::size_t c = pick_class();
+            if (!r.empty() && rng() % 2) c = ref_next(r, c) == npos ? *r.begin() : ref_next(r, c);
+            const bool held = r.count(c) > 0;
+            REQUIRE(d->may_hold(s, c) == held);
+            // "Lacks" is never said of a class that holds the size; where every
+            // leaf has a slot (direct) the glance always answers.
+            if (held) REQUIRE_FALSE(d->lacks_at_a_glance(s, c));
+            if (Direct) REQUIRE(d->lacks_at_a_glance(s, c) == !held);
         } else if (rng() % 500 == 0) {
             // Both clears: the pages given back, or the rows in use zeroed.
             d->clear(rng() % 2 == 0);
@@ -95,13 +109,13 @@ void directory_against_sets(std::size_t ops, unsigned seed) {
 } // namespace
 
 TEST_CASE("size_directory<16> (Medius' classes) against std::set", "[size_directory]") {
-    directory_against_sets<16>(200000, 1);
+    directory_against_sets<16, true>(200000, 1);
 }
 TEST_CASE("size_directory<31> (Velox' classes, sparse leaves) against std::set", "[size_directory]") {
-    directory_against_sets<31>(200000, 2);
+    directory_against_sets<31, false>(200000, 2);
 }
 TEST_CASE("size_directory<6> (one leaf smaller than 4096 classes) against std::set", "[size_directory]") {
-    directory_against_sets<6>(50000, 3);
+    directory_against_sets<6, true>(50000, 3);
 }
 
 TEST_CASE("size_directory: sizes it does not index are not vouched for, and notes of them change nothing",
