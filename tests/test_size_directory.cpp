@@ -1,8 +1,8 @@
 // size_directory (containers/size_directory.hpp) against a std::set reference
 // per size under random note / forget / next / may_hold / lacks_at_a_glance /
 // clear, at the widths Medius (2^16 classes) and Velox (2^31 classes, sparse
-// leaves) use and one below a leaf; plus its defined answers to sizes it does not index and to running out
-// of leaves.
+// leaves) use and one below a leaf; plus its defined answers to sizes it does
+// not index and to running out of leaves.
 #include "catch.hpp"
 
 #include <allotheque/containers/size_directory.hpp>
@@ -47,6 +47,14 @@ void directory_against_sets(std::size_t ops, unsigned seed) {
         const std::size_t v = c + off >= spread ? c + off - spread : 0;
         return v < classes ? v : classes - 1;
     };
+    // A class, and half the time (when there is one) the noted class at or
+    // after it, the first one past the end.
+    auto pick_often_noted = [&](const std::set<std::size_t>& r) {
+        const std::size_t c = pick_class();
+        if (r.empty() || rng() % 2 == 0) return c;
+        const std::size_t at = ref_next(r, c);
+        return at == npos ? *r.begin() : at;
+    };
     for (std::size_t k = 0; k < ops; ++k) {
         const std::size_t s = sizes[rng() % sizes.size()];
         REQUIRE(d->vouches(s));
@@ -57,9 +65,8 @@ void directory_against_sets(std::size_t ops, unsigned seed) {
             ref[s].insert(c);
         } else if (op < 10) {
             // Forget a noted class when there is one (a search finding it empty).
-            std::size_t c = pick_class();
             auto& r = ref[s];
-            if (!r.empty() && rng() % 2) c = ref_next(r, c) == npos ? *r.begin() : ref_next(r, c);
+            const std::size_t c = pick_often_noted(r);
             d->forget(s, c);
             r.erase(c);
         } else if (op < 13) {
@@ -69,8 +76,7 @@ void directory_against_sets(std::size_t ops, unsigned seed) {
             // One class's bit, asked directly: a noted class half the time,
             // so that both answers are checked at every bit of a word.
             const auto& r = ref[s];
-            std::size_t c = pick_class();
-            if (!r.empty() && rng() % 2) c = ref_next(r, c) == npos ? *r.begin() : ref_next(r, c);
+            const std::size_t c = pick_often_noted(r);
             const bool held = r.count(c) > 0;
             REQUIRE(d->may_hold(s, c) == held);
             // "Lacks" is never said of a class that holds the size; where every
