@@ -219,11 +219,26 @@ struct size_fronts {
                                            std::size_t k, const C& chunks) noexcept
         requires(!spills)
     {
-        if (put_front(h, p, n, key, k)) [[likely]]
-            return;
-        if (chunk_list* const l = static_cast<chunk_list*>(stack_of(chunks)); Nested::holds_chunks(*l)) [[likely]] {
-            Nested::push_chunk(*l, p, n);
-            return aim(h, i, opaque(k), l);
+        if constexpr (!std::is_invocable_v<const C&>) {
+            // The caller holds the stack (its span's record, which it read
+            // to check the free): a stack with chunks takes the chunk and
+            // the front is aimed there, whether it named that stack already
+            // or not, so the free does not branch on the front's compare,
+            // which random sizes mispredict every other free. p lies in
+            // that span, in a class, so its key is that class (no mask).
+            chunk_list* const l = static_cast<chunk_list*>(chunks);
+            if (Nested::holds_chunks(*l)) [[likely]] {
+                Nested::push_chunk(*l, p, n);
+                return aim(h, key, k, l);
+            }
+            if (put_front(h, p, n, key, k)) return;
+        } else {
+            if (put_front(h, p, n, key, k)) [[likely]]
+                return;
+            if (chunk_list* const l = static_cast<chunk_list*>(stack_of(chunks)); Nested::holds_chunks(*l)) [[likely]] {
+                Nested::push_chunk(*l, p, n);
+                return aim(h, i, opaque(k), l);
+            }
         }
         missed(h, n, i, k, p);
     }
