@@ -448,6 +448,118 @@ TEST_CASE("span_pool: spans reused, merged, extended and given back", "[backend]
     CHECK(ledger.balanced());
 }
 
+// A source that hands out consecutive ranges of one reservation and grows
+// the range that ends at its top (what arena_source does at an arena's free
+// end), with nothing else in the process taking ranges between: a ledger of
+// what is held, by base, checks that the grown range comes back whole.
+struct frontier_source {
+    struct book {
+        std::byte* base = nullptr;
+        std::size_t size = 0, top = 0, extensions = 0, refused = 0, bad = 0;
+        std::map<std::uintptr_t, std::size_t> live;
+    };
+    book* b;
+    explicit frontier_source(book& k) noexcept : b(&k) {}
+    void* allocate(std::size_t n, const void*) noexcept {
+        if (n > b->size - b->top) return nullptr;
+        std::byte* p = b->base + b->top;
+        b->top += n;
+        b->live[addr(p)] = n;
+        return p;
+    }
+    void deallocate(void* p, std::size_t n) noexcept {
+        auto it = b->live.find(addr(p));
+        if (it == b->live.end() || it->second != n) ++b->bad;
+        else b->live.erase(it);
+    }
+    bool extend(void* p, std::size_t n, std::size_t more) noexcept {
+        auto it = b->live.find(addr(p));
+        if (it == b->live.end() || it->second != n || static_cast<std::byte*>(p) + n != b->base + b->top ||
+            more > b->size - b->top) {
+            ++b->refused;
+            return false;
+        }
+        b->top += more;
+        it->second += more;
+        ++b->extensions;
+        return true;
+    }
+};
+static_assert(al::extending_source<frontier_source>);
+
+TEST_CASE("span_pool: a span at its region's end grows by the source's pages after it", "[backend][large]") {
+    constexpr std::size_t mib = std::size_t{1} << 20;
+    frontier_source::book book;
+    book.size = 64 * mib;
+    void* m = ::mmap(nullptr, book.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    REQUIRE(m != MAP_FAILED);
+    book.base = static_cast<std::byte*>(m);
+    {
+        // Regions of 1 MiB; a larger request is a region of its own.
+        using opts = al::configured<al::heap_config{.min_growth = mib, .max_growth = mib, .retain_bytes = 0,
+                                                    .purge_delay_ms = 0}>;
+        be::span_pool<frontier_source, opts> pool{frontier_source(book)};
+        be::span* a = pool.take(6 * mib);   // a region of its own, at the source's top
+        REQUIRE(a);
+        std::memset(a->base, 5, a->bytes);
+        const std::size_t os = pool.stats().os_bytes;
+        // No free range after it: the region grows, and the span with it.
+        CHECK(pool.extend(a, 10 * mib));
+        CHECK(a->bytes == 10 * mib);
+        CHECK(book.extensions == 1u);
+        CHECK(pool.stats().os_bytes == os + 4 * mib);
+        CHECK(a->base[6 * mib - 1] == std::byte{5});
+        a->base[10 * mib - 1] = std::byte{6};   // the new pages are the span's
+        // Its tail given back is a free range at the region's end: growing
+        // again takes that range first and only the rest from the source.
+        CHECK(pool.shrink(a, 9 * mib));
+        CHECK(pool.extend(a, 12 * mib));
+        CHECK(book.extensions == 2u);
+        CHECK(pool.stats().os_bytes == os + 6 * mib);
+        // Another region after it: the source refuses, nothing changes.
+        be::span* b = pool.take(2 * mib);
+        REQUIRE(b);
+        CHECK(!pool.extend(a, 13 * mib));
+        CHECK(a->bytes == 12 * mib);
+        CHECK(book.extensions == 2u);
+        pool.give(a);
+        pool.give(b);
+        pool.trim();
+        CHECK(pool.stats().os_bytes == 0u);
+    }
+    CHECK(book.live.empty());   // every range back, the grown one whole
+    CHECK(book.bad == 0u);
+    ::munmap(m, book.size);
+}
+
+TEST_CASE("arena_source: a range grows into the free pages after it, within its arena", "[backend][sources]") {
+    al::arena_source s;
+    auto* a = static_cast<std::byte*>(s.allocate(48 * page, nullptr));
+    REQUIRE(a);
+    // [a, a+16p) held, [a+16p, a+32p) free, [a+32p, a+48p) held.
+    s.deallocate(a + 16 * page, 16 * page);
+    const std::size_t held = al::arena_source::handed_out_bytes();
+    CHECK(!s.extend(a, 16 * page, 17 * page));   // more than the free range
+    CHECK(al::arena_source::handed_out_bytes() == held);
+    CHECK(s.extend(a, 16 * page, 10 * page));
+    CHECK(al::arena_source::handed_out_bytes() == held + 10 * page);
+    std::memset(a, 1, 26 * page);   // the grown range is ours to write
+    CHECK(s.extend(a, 26 * page, 6 * page));
+    CHECK(!s.extend(a, 32 * page, page));   // the next range is held
+    s.deallocate(a, 32 * page);   // the grown range comes back whole
+    CHECK(al::arena_source::handed_out_bytes() == held - 16 * page);
+    // Free again, [a, a+32p) takes the same growth a second time.
+    void* c = s.allocate(16 * page, nullptr);
+    if (c == a) {
+        CHECK(s.extend(c, 16 * page, 16 * page));
+        s.deallocate(c, 32 * page);
+    } else {
+        s.deallocate(c, 16 * page);
+    }
+    s.deallocate(a + 32 * page, 16 * page);
+    CHECK(al::arena_source::handed_out_bytes() == held - 32 * page);
+}
+
 TEST_CASE("span_pool: free pages beyond the budget are decommitted, within it kept", "[backend]") {
     using opts = al::configured<al::heap_config{.retain_bytes = 64 * page, .purge_delay_ms = 0}>;
     be::span_pool<al::counting_source<al::mmap_source>, opts> pool;

@@ -103,17 +103,24 @@ public:
     }
 
     // Grows s in place to `bytes` when the free range right after it (same
-    // region) has room. The new pages may hold data (dirty).
+    // region) has room, or, where s and that range end the region, when the
+    // source can grow the region by what is missing (extending_source: a
+    // large block that reached its region's end grows without a copy). The
+    // new pages may hold data (dirty).
     bool extend(span* s, std::size_t bytes) noexcept {
         if (bytes <= s->bytes) return true;
         const std::size_t more = bytes - s->bytes;
         span* next = free_.starting_at(s->end());
-        if (!next || next->region != s->region || next->bytes < more) return false;
-        if (next->bytes == more) {
-            free_.erase(next);
-            records_.recycle(next);
-        } else {
-            free_.shrink_front(next, more);
+        if (next && next->region != s->region) next = nullptr;
+        if (next && next->bytes >= more) {
+            if (next->bytes == more) {
+                free_.erase(next);
+                records_.recycle(next);
+            } else {
+                free_.shrink_front(next, more);
+            }
+        } else if (!extend_region(s, next, more)) {
+            return false;
         }
         detail::poison::expose(s->end(), more);   // pages a block freed there may have left poisoned
         s->bytes = bytes;
@@ -187,6 +194,31 @@ public:
     const S& source() const noexcept { return source_; }
 
 private:
+    // The region of s grown by the source so that s (and the free range
+    // `next` after it, taken too) gains `more` bytes; false where s does not
+    // end its region that way or the source cannot.
+    bool extend_region(span* s, span* next, std::size_t more) noexcept {
+        if constexpr (extending_source<S>) {
+            span* const r = s->region;
+            const std::size_t have = next ? next->bytes : 0;
+            if (!r || (next ? next->end() : s->end()) != r->end()) return false;
+            if (!source_.extend(r->base, r->bytes, more - have)) return false;
+            r->bytes += more - have;
+            os_bytes_ += more - have;
+            peak_os_bytes_ = std::max(peak_os_bytes_, os_bytes_);
+            if (next) {
+                free_.erase(next);
+                records_.recycle(next);
+            }
+            return true;
+        } else {
+            (void)s;
+            (void)next;
+            (void)more;
+            return false;
+        }
+    }
+
     bool grow(std::size_t need, const void* near) noexcept {
         std::size_t want = need;
         if (need <= cfg.max_growth) {

@@ -41,17 +41,28 @@ public:
         return up_.decommit(p, n);
     }
 
+    bool extend(void* p, std::size_t n, std::size_t more) noexcept
+        requires extending_source<Upstream>
+    {
+        if (!up_.extend(p, n, more)) return false;
+        ++extensions_;
+        bytes_ += more;
+        if (bytes_ > peak_) peak_ = bytes_;
+        return true;
+    }
+
     std::size_t bytes() const noexcept { return bytes_; }
     std::size_t peak_bytes() const noexcept { return peak_; }
     std::size_t allocations() const noexcept { return allocations_; }
     std::size_t deallocations() const noexcept { return deallocations_; }
     std::size_t refusals() const noexcept { return refusals_; }
     std::size_t decommits() const noexcept { return decommits_; }
+    std::size_t extensions() const noexcept { return extensions_; }
     Upstream& upstream() noexcept { return up_; }
 
 private:
     [[no_unique_address]] Upstream up_{};
-    std::size_t bytes_ = 0, peak_ = 0, allocations_ = 0, deallocations_ = 0, refusals_ = 0, decommits_ = 0;
+    std::size_t bytes_ = 0, peak_ = 0, allocations_ = 0, deallocations_ = 0, refusals_ = 0, decommits_ = 0, extensions_ = 0;
 };
 
 } // namespace allotheque

@@ -15,6 +15,11 @@
 //   S::thread_safe                 allocate/deallocate may be called from any
 //                                  thread at once (shared sources such as
 //                                  arena_source); heaps need no lock around it
+//   s.extend(p, n, more) -> bool   grows [p, p+n), a range it handed out (or
+//                                  grew), by the `more` bytes right after it
+//                                  when they are free; nothing moves. False:
+//                                  nothing was done. deallocate then takes
+//                                  the grown range back whole
 #pragma once
 #include <concepts>
 #include <cstddef>
@@ -32,6 +37,11 @@ inline constexpr bool source_zeroed = false;
 template <class S>
     requires requires { S::zeroed; }
 inline constexpr bool source_zeroed<S> = S::zeroed;
+
+template <class S>
+concept extending_source = source<S> && requires(S& s, void* p, std::size_t n) {
+    { s.extend(p, n, n) } -> std::same_as<bool>;
+};
 
 template <class S>
 concept decommitting_source = source<S> && requires(S& s, void* p, std::size_t n) {
