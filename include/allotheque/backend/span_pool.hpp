@@ -112,16 +112,9 @@ public:
         const std::size_t more = bytes - s->bytes;
         span* next = free_.starting_at(s->end());
         if (next && next->region != s->region) next = nullptr;
-        if (next && next->bytes >= more) {
-            if (next->bytes == more) {
-                free_.erase(next);
-                records_.recycle(next);
-            } else {
-                free_.shrink_front(next, more);
-            }
-        } else if (!extend_region(s, next, more)) {
-            return false;
-        }
+        const std::size_t have = next ? next->bytes : 0;
+        if (have < more && !extend_region(s, next, more - have)) return false;
+        if (next) free_.take_front(next, std::min(more, have), [this](span* r) noexcept { records_.recycle(r); });
         detail::poison::expose(s->end(), more);   // pages a block freed there may have left poisoned
         s->bytes = bytes;
         in_use_ += more;
@@ -194,27 +187,22 @@ public:
     const S& source() const noexcept { return source_; }
 
 private:
-    // The region of s grown by the source so that s (and the free range
-    // `next` after it, taken too) gains `more` bytes; false where s does not
-    // end its region that way or the source cannot.
-    bool extend_region(span* s, span* next, std::size_t more) noexcept {
+    // s's region grown by the source by `missing` bytes, where s (and the
+    // free range `next` after it) end the region; false where they do not or
+    // the source cannot.
+    bool extend_region(const span* s, const span* next, std::size_t missing) noexcept {
         if constexpr (extending_source<S>) {
             span* const r = s->region;
-            const std::size_t have = next ? next->bytes : 0;
             if (!r || (next ? next->end() : s->end()) != r->end()) return false;
-            if (!source_.extend(r->base, r->bytes, more - have)) return false;
-            r->bytes += more - have;
-            os_bytes_ += more - have;
+            if (!source_.extend(r->base, r->bytes, missing)) return false;
+            r->bytes += missing;
+            os_bytes_ += missing;
             peak_os_bytes_ = std::max(peak_os_bytes_, os_bytes_);
-            if (next) {
-                free_.erase(next);
-                records_.recycle(next);
-            }
             return true;
         } else {
             (void)s;
             (void)next;
-            (void)more;
+            (void)missing;
             return false;
         }
     }
