@@ -1051,6 +1051,33 @@ TEST_CASE("heap: large blocks are cached, reused, grown in place", "[backend][la
         CHECK(h.try_resize(b, al::request{180000}, 70000));   // shrinking gives the tail back
         CHECK(!h.try_resize(b, al::request{70000}, 100));      // a large block does not become small
         h.deallocate(b, al::request{70000});
+        // try_grow_large asks the span, not the request: a block aligned
+        // beyond a page is a span of its own at any size, and its size alone
+        // called a growth within its size's class a fit (the malloc's
+        // realloc: 53,021 B aligned to 8 KiB, then 55,835 B). A fresh heap,
+        // so that the pages after the block are free.
+        al::segregated_heap<tracking_source, al::configured<al::heap_config{.min_growth = 1 << 20}>> g{
+            tracking_source(ledger)};
+        void* small = g.allocate(al::request{64});   // first: its span is not the one after c
+        const al::request aligned{53021, nullptr, 8192};
+        auto* c = static_cast<unsigned char*>(g.allocate(aligned));
+        REQUIRE(c);
+        CHECK(reinterpret_cast<std::uintptr_t>(c) % 8192 == 0);
+        std::memset(c, 7, 53021);
+        const std::size_t room = g.usable_size(c), want = room + 1;
+        CHECK(!g.try_grow_large(c, 100));   // growth only
+        CHECK(!g.try_grow_large(small, 128));   // a chunk of a class is not a span of its own
+        g.deallocate(small, al::request{64});
+        REQUIRE(g.try_grow_large(c, want));
+        CHECK(g.usable_size(c) >= want);
+        std::memset(c + 53021, 8, want - 53021);
+        auto* next = static_cast<unsigned char*>(g.allocate(al::request{4096}));
+        CHECK((next + 4096 <= c || next >= c + want));
+        std::memset(next, 9, 4096);
+        CHECK(c[53020] == 7);
+        CHECK(c[want - 1] == 8);
+        g.deallocate(next, al::request{4096});
+        g.deallocate(c, al::request{want, nullptr, 8192});
         // request.zero: large blocks read as zero even when their pages are reused.
         void* d = h.allocate(al::request{300000});
         std::memset(d, 0xff, 300000);

@@ -378,11 +378,20 @@ public:
             return now == was;
         }
         if (!is_large(now, old.alignment)) return false;
-        span* sp = span_of(p, "try_resize(p)");
-        if (!spans_.resize(sp, detail::round_up(sp->chunk + now, detail::page_size))) return false;
-        sp->request = now;
-        if constexpr (detail::poison::enabled) detail::poison::resized(p, old.size, n, sp->bytes - sp->chunk);
-        return true;
+        return resize_large(span_of(p, "try_resize(p)"), p, now, old.size, n);
+    }
+    // Grows in place a block that is a span of its own, where the caller
+    // knows its span but not its alignment (the malloc's realloc): true when
+    // p now holds n bytes. A block aligned beyond max_alignment is a span of
+    // its own at any size, and its size alone would name a class that may
+    // have the new size's chunk size too: try_resize(p, request{size}, n)
+    // then answered "fits" and left the span as it was. Growth only (n at
+    // least the block's size), so a block large by its size stays large by
+    // it, and a sized free names it as before.
+    bool try_grow_large(void* p, std::size_t n) noexcept {
+        span* sp = span_of(p, "try_grow_large(p)");
+        if (sp->state != state::large || n < sp->request || n > max_size) return false;
+        return resize_large(sp, p, detail::round_up(n, 16), sp->request, n);
     }
 
     // Gives back `count` blocks allocated with the same size (and alignment) as
@@ -802,6 +811,16 @@ private:
         }
         deallocate_range_in<P>(root_, rest, count, s);
         return sp->base + from * s;
+    }
+
+    // Large block p (span sp, `old_n` bytes asked) resized to `now` bytes, its
+    // span to the pages that hold them.
+    bool resize_large(span* sp, void* p, std::size_t now, [[maybe_unused]] std::size_t old_n,
+                      [[maybe_unused]] std::size_t n) noexcept {
+        if (!spans_.resize(sp, detail::round_up(sp->chunk + now, detail::page_size))) return false;
+        sp->request = now;
+        if constexpr (detail::poison::enabled) detail::poison::resized(p, old_n, n, sp->bytes - sp->chunk);
+        return true;
     }
 
     // A large block is a span of its own; aligned beyond a page, its payload

@@ -41,6 +41,17 @@
 //   huge_realloc_growth      realloc from 1 to 40 MiB, 1 MiB at a time: the
 //                            peak RSS grows by at most 1.25x the final block
 //                            (before 2026-12-01: 39 copies, 119 MiB)
+//   memalign_realloc_growth  blocks from posix_memalign, aligned_alloc and
+//                            memalign (alignment 16 B..64 KiB, 1 B..70 KB)
+//                            grown by realloc beside blocks of every kind,
+//                            each byte of every live block checked every 64
+//                            calls, malloc_usable_size >= the size asked;
+//                            then each alignment and size 1 KB apart grown
+//                            to one byte past its room, two blocks beside it
+//                            [03abb49: segregated, velox, medius, quickfit,
+//                            kingsley: a block aligned beyond a page kept its
+//                            pages when grown within its size's class, and
+//                            the next block landed in its tail]
 //   Thread heaps (items 3 and 4):
 //   key_destructor_malloc    2,000 threads in waves of 50 whose pthread key
 //                            destructor allocates in every destructor round,
@@ -642,6 +653,121 @@ int huge_realloc_growth() {
     // in the large-block cache (by copies, the peak was 119 MiB).
     if (hwm - rss0 > static_cast<long>(last / 1024 * 5 / 4)) die("growing a block by realloc held the old and the new block at once");
     printf("OK huge_realloc_growth\n");
+    return 0;
+}
+
+// Blocks from the aligned entry points (and plain ones beside them) grown by
+// realloc in random steps. Each live block holds a pattern of its own id over
+// every byte asked for, all of them checked every 64 steps and at each edge
+// case: a realloc that answers "in place" without the room lets the next
+// block land in its tail, which this sees as a changed byte (and
+// malloc_usable_size as less than was asked).
+int memalign_realloc_growth() {
+    struct block {
+        unsigned char* p;
+        size_t n;
+        unsigned id;
+    };
+    auto byte_of = [](unsigned id, size_t i) { return static_cast<unsigned char>(id * 131u + i * 7u + (i >> 8)); };
+    auto fill = [&](const block& b, size_t from) {
+        for (size_t i = from; i < b.n; ++i) b.p[i] = byte_of(b.id, i);
+    };
+    auto intact = [&](const block& b) {
+        for (size_t i = 0; i < b.n; ++i)
+            if (b.p[i] != byte_of(b.id, i)) return false;
+        return true;
+    };
+    uint64_t seed = 0x9e3779b97f4a7c15u;
+    auto next = [&seed](uint64_t bound) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        return seed % bound;
+    };
+    std::vector<block> live;
+    unsigned ids = 0, grown_in_place = 0, reallocs = 0;
+    auto check_all = [&](const char* after) {
+        for (const block& b : live)
+            if (!intact(b)) {
+                fprintf(stderr, "block %u (%zu bytes at %p) changed after %s\n", b.id, b.n, static_cast<void*>(b.p), after);
+                die("a live block's contents changed");
+            }
+    };
+    for (int step = 0; step < 3000; ++step) {
+        const uint64_t op = next(10);
+        if (op < 4 || live.empty()) {   // a new block, aligned three ways out of four
+            const size_t a = size_t{16} << next(13);   // 16 B .. 64 KiB
+            const size_t n = 1 + next(70000);
+            void* p = nullptr;
+            switch (next(4)) {
+            case 0:
+                if (posix_memalign(&p, a, n) != 0) die("posix_memalign refused a small block");
+                break;
+            case 1: p = aligned_alloc(a, (n + a - 1) / a * a); break;
+            case 2: p = memalign(a, n); break;
+            default: p = malloc(n); break;
+            }
+            if (!p) die("an allocation of at most 70 KB failed");
+            if (malloc_usable_size(p) < n) die("malloc_usable_size below the size asked");
+            live.push_back({static_cast<unsigned char*>(p), n, ids++});
+            fill(live.back(), 0);
+        } else if (op < 8) {   // grow one by 1 B .. 20 KB
+            block& b = live[next(live.size())];
+            const size_t n = b.n + 1 + next(20000);
+            auto* q = static_cast<unsigned char*>(realloc(b.p, n));
+            if (!q) die("realloc refused to grow a block below 100 KB");
+            ++reallocs;
+            if (q == b.p) ++grown_in_place;
+            if (malloc_usable_size(q) < n) die("malloc_usable_size below the size realloc was asked for");
+            b.p = q;
+            const size_t old = b.n;
+            b.n = old;   // the old bytes first: they must have moved or stayed intact
+            if (!intact(b)) die("realloc lost a block's contents");
+            b.n = n;
+            fill(b, old);
+        } else {   // free one
+            const size_t k = next(live.size());
+            free(live[k].p);
+            live[k] = live.back();
+            live.pop_back();
+        }
+        // Every live byte, every 64 steps (each step's own block at once:
+        // the whole set after each step cost minutes under ASan).
+        if (step % 64 == 63) check_all("the steps since the last check");
+    }
+    check_all("the last step");
+    for (const block& b : live) free(b.p);
+    live.clear();
+    // Then the edge of each block: every alignment and sizes 1 KB apart, each
+    // block grown by realloc to one byte more than it holds (the least growth
+    // that needs room), then two blocks allocated and written beside it.
+    unsigned edges = 0;
+    for (size_t a = 16; a <= 65536; a *= 2)
+        for (size_t n = 1000; n <= 70000; n += 1000) {
+            void* p = nullptr;
+            if (posix_memalign(&p, a, n) != 0) die("posix_memalign refused a small block");
+            block b{static_cast<unsigned char*>(p), n, ids++};
+            fill(b, 0);
+            const size_t more = malloc_usable_size(p) + 1;
+            auto* q = static_cast<unsigned char*>(realloc(p, more));
+            if (!q) die("realloc refused to grow a block below 100 KB");
+            ++reallocs, ++edges;
+            if (q == b.p) ++grown_in_place;
+            if (malloc_usable_size(q) < more) die("malloc_usable_size below the size realloc was asked for");
+            b.p = q;
+            if (!intact(b)) die("realloc lost a block's contents");
+            b.n = more;
+            fill(b, n);
+            live.push_back(b);
+            for (size_t k : {size_t{4096}, n}) {
+                live.push_back({static_cast<unsigned char*>(malloc(k)), k, ids++});
+                if (!live.back().p) die("an allocation of at most 70 KB failed");
+                fill(live.back(), 0);
+            }
+            check_all("a block grown by one byte past its room");
+            for (const block& x : live) free(x.p);
+            live.clear();
+        }
+    printf("%u reallocs (%u at a block's edge), %u in place, %u blocks\n", reallocs, edges, grown_in_place, ids);
+    printf("OK memalign_realloc_growth\n");
     return 0;
 }
 
@@ -1358,6 +1484,7 @@ int main(int argc, char** argv) {
     if (c == "huge_untouched") return huge_untouched();
     if (c == "huge_refused") return huge_refused();
     if (c == "huge_realloc_growth") return huge_realloc_growth();
+    if (c == "memalign_realloc_growth") return memalign_realloc_growth();
     if (c == "key_destructor_malloc") return key_destructor_malloc();
     if (c == "reuse_across_sizes") return reuse_across_sizes();
     if (c == "remote_freed_idle") return remote_freed_idle();

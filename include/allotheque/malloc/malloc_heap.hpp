@@ -52,7 +52,7 @@ concept exact_malloc_heap =
         h.deallocate(p, sp);
         h.deallocate_chunk(p, sp);
         h.deallocate_queued(p, sp);
-        { h.try_resize(p, r, n) } -> std::same_as<bool>;
+        { h.try_grow_large(p, n) } -> std::same_as<bool>;
     };
 
 // block_heap<P, S, O>: boundary tags.

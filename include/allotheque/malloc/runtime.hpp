@@ -519,8 +519,10 @@ private:
         if constexpr (block_heap) {
             return th->heap.try_resize(p, n);
         } else {
+            // By the span: a block aligned beyond what classes give is a span
+            // of its own at any size, which its size alone does not say.
             if (sp->state != span_state::large) return false;
-            return th->heap.try_resize(p, request{sp->request, nullptr, 0}, n);
+            return th->heap.try_grow_large(p, n);
         }
     }
 };
