@@ -196,8 +196,7 @@ private:
             if (!r || (next ? next->end() : s->end()) != r->end()) return false;
             if (!source_.extend(r->base, r->bytes, missing)) return false;
             r->bytes += missing;
-            os_bytes_ += missing;
-            peak_os_bytes_ = std::max(peak_os_bytes_, os_bytes_);
+            mapped(missing);
             return true;
         } else {
             (void)s;
@@ -205,6 +204,12 @@ private:
             (void)missing;
             return false;
         }
+    }
+
+    // n more bytes from the source, a new region's or a region's growth.
+    void mapped(std::size_t n) noexcept {
+        os_bytes_ += n;
+        peak_os_bytes_ = std::max(peak_os_bytes_, os_bytes_);
     }
 
     bool grow(std::size_t need, const void* near) noexcept {
@@ -226,8 +231,7 @@ private:
             records_.recycle(r);
             return false;
         }
-        os_bytes_ += want;
-        peak_os_bytes_ = std::max(peak_os_bytes_, os_bytes_);
+        mapped(want);
         r->base = base;
         r->bytes = want;
         r->state = span_state::region;
