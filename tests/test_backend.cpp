@@ -813,6 +813,35 @@ TEST_CASE("heap: a fragmented heap that grows sweeps less often, and still reuse
     for (std::size_t i = 1; i < aged.size(); i += 2) h.deallocate(aged[i], al::request{64});
 }
 
+TEST_CASE("heap: after a long sweep the clock waits eight times as long (a fragmented heap does not sweep on every refill)",
+          "[backend][reclaim]") {
+    // Interval 0: the clock alone would let every refill sweep.
+    using eager_clock = al::configured<al::heap_config{.reclaim = al::reclaim_policy::threshold, .reclaim_interval_ms = 0}>;
+    al::segregated_heap<al::mmap_source, eager_clock> h;
+    // A million free 16-byte chunks, one live block in 256 pinning every
+    // page: a sweep visits them all (milliseconds) and gives nothing back.
+    std::vector<void*> pinned(1'000'000);
+    for (void*& p : pinned) p = h.allocate(al::request{16});
+    for (std::size_t i = 0; i < pinned.size(); ++i)
+        if (i % 256 != 0) h.deallocate(pinned[i], al::request{16});
+    const std::size_t sweeps = h.stats().sweeps;
+    // 400 blocks of another size: a hundred refills that reach the clock's
+    // test, within far less than eight sweeps' time. Before, each swept.
+    std::vector<void*> fresh;
+    for (int i = 0; i < 400; ++i) {
+        fresh.push_back(h.allocate(al::request{1500}));
+        std::memset(fresh.back(), i & 0xff, 1500);
+    }
+    CHECK(h.stats().sweeps - sweeps >= 1u);
+    CHECK(h.stats().sweeps - sweeps <= 3u);
+    CHECK(h.stats().reclaims == 0u);
+    for (int i = 0; i < 400; ++i) {
+        CHECK(static_cast<unsigned char*>(fresh[i])[1499] == (i & 0xff));
+        h.deallocate(fresh[i], al::request{1500});
+    }
+    for (std::size_t i = 0; i < pinned.size(); i += 256) h.deallocate(pinned[i], al::request{16});
+}
+
 TEST_CASE("heap: trim keeps every live block and gives the rest back", "[backend][reclaim]") {
     al::velox_heap<al::counting_source<al::mmap_source>> h;
     std::mt19937_64 rng(3);

@@ -49,7 +49,7 @@ struct harness {
             ++h->supplied;
             return h->dry ? nullptr : h->pool.take();
         }
-        void alone(void*, void* p) const { h->alone.push_back(p); }
+        void alone(void*, void* p, std::size_t) const { h->alone.push_back(p); }
     };
     outlet out() { return {this}; }
 };

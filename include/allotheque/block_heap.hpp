@@ -221,8 +221,10 @@ public:
             P::take_free_block(root_, spare_->base);
             release_span(std::exchange(spare_, nullptr));
         }
-        return spans_.pool().trim();
+        return release_free_pages();
     }
+    // Every free page to the system now, without coalescing what waits.
+    std::size_t release_free_pages() noexcept { return spans_.pool().trim(); }
 
     const void* last_allocation() const noexcept { return last_; }
     heap_stats stats() const noexcept {

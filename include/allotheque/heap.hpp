@@ -23,7 +23,8 @@
 //   - small spans come back when all their chunks are free, found by a sweep:
 //     the partition is drained, its chunks counted per span, whole spans
 //     released and the others' chunks put back. Policy `threshold` (default)
-//     sweeps from a refill, at most once per reclaim interval (1 s), so the
+//     sweeps from a refill, at most once per reclaim interval (1 s, and at
+//     least eight times the last sweep's duration after it), so the
 //     allocate and free paths carry nothing for it; `eager` also counts live
 //     bytes and sweeps as soon as they fall below half the small spans (and
 //     releases every span when nothing is live), at a few nanoseconds per
@@ -312,7 +313,9 @@ public:
     // process (this kind of heap's spans), nullptr otherwise.
     // Both tests are exact, so the page map's entry needs no range or alias
     // test (the empty span fails both).
-    static span* span_of_any(const void* p) noexcept {
+    // Forced inline: realloc's first step, which g++ stopped inlining when
+    // the heap's code grew elsewhere (3 instructions a realloc).
+    [[gnu::always_inline]] static span* span_of_any(const void* p) noexcept {
         span* sp = span_at(p);
         if (sp->chunk_start(p)) return sp;   // only a small span has chunks handed out
         if (sp->state == state::large) return sp->base + sp->chunk == p ? sp : nullptr;
@@ -437,8 +440,12 @@ public:
     // the system. Returns the bytes that left the heap's resident memory.
     std::size_t trim() noexcept {
         if constexpr (sweepable_partition<P>) sweep();
-        return spans_.pool().trim();
+        return release_free_pages();
     }
+    // Every free page to the system now, without the sweep: what the spans
+    // and large blocks given back hold (trim's second half, at a cost in
+    // free spans rather than free chunks). Returns the bytes given back.
+    std::size_t release_free_pages() noexcept { return spans_.pool().trim(); }
 
     // Where the last small allocation landed: the "near previous" hint
     // (nullptr where the heap does not remember it: heap_config::remember_last).
@@ -746,8 +753,7 @@ private:
             if (const std::size_t small = small_bytes(); small >= reclaim_min) {
                 const std::uint64_t now = backend::now_ms();
                 const bool grown = opened_since_sweep_ >= small >> growth_shift_ && !spans_.pool().can_take(bytes);
-                if (grown || now - last_reclaim_ms_ >= cfg.reclaim_interval_ms) {
-                    last_reclaim_ms_ = now;
+                if (grown || now - last_reclaim_ms_ >= sweep_pause_ms_) {
                     // A sweep that visited free chunks worth a sixteenth of
                     // the small spans and gave back less than that found them
                     // scattered over spans still in use (an aged heap): the
@@ -760,6 +766,7 @@ private:
                     std::size_t kept = 0;
                     const bool wasted = sweep(&kept) < small / 16 && kept >= small / 16;
                     growth_shift_ = wasted ? std::max(1, growth_shift_ - 1) : 3;
+                    swept(now);
                 }
             }
         }
@@ -919,13 +926,15 @@ private:
 
     [[gnu::noinline, gnu::cold]] void reclaim() noexcept {
         const std::uint64_t now = backend::now_ms();
-        if (now - last_reclaim_ms_ < cfg.reclaim_interval_ms) {
+        // Releasing everything visits no chunk: only the interval holds it
+        // back (a heap that empties and fills again in cycles keeps its
+        // spans); a sweep also waits out eight times the last one's length.
+        if (now - last_reclaim_ms_ < (live_ == 0 ? std::uint64_t{cfg.reclaim_interval_ms} : sweep_pause_ms_)) {
             // Too soon after the last one: wait until the live bytes halve again.
             sweep_guard_ = live_ / 2;
             set_floor();
             return;
         }
-        last_reclaim_ms_ = now;
         if (live_ == 0) {
             // Nothing is live: every span goes, without looking at a chunk.
             release_small_spans();
@@ -936,7 +945,21 @@ private:
             sweep();
             sweep_guard_ = live_ / 2;
         }
+        swept(now);
         set_floor();
+    }
+    // An automatic sweep that began at `started` (ms) has ended: the next
+    // one on the clock waits the reclaim interval from now, and at least
+    // eight times what this one took, so that the clock's sweeps take at
+    // most a ninth of the time whatever the number of free chunks. Stamped
+    // before the sweep, with the interval alone, a fragmented heap whose
+    // sweep outlasted the interval swept again on every refill: 160 million
+    // free 16-byte chunks pinning their pages, a sweep of 1.7 s per refill,
+    // a program of seconds under glibc stalled for minutes.
+    void swept(std::uint64_t started) noexcept {
+        const std::uint64_t now = backend::now_ms();
+        last_reclaim_ms_ = now;
+        sweep_pause_ms_ = std::max<std::uint64_t>(cfg.reclaim_interval_ms, 8 * (now - started));
     }
     // Before failing an allocation: sweep if anything is free at all.
     bool sweep_for_memory() noexcept {
@@ -1027,6 +1050,7 @@ private:
     std::size_t opened_since_sweep_ = 0;   // bytes of small spans opened since the last sweep
     int growth_shift_ = 3;                  // a refill sweeps once the heap grew by small_bytes() >> this
     std::uint64_t last_reclaim_ms_ = backend::now_ms();
+    std::uint64_t sweep_pause_ms_ = cfg.reclaim_interval_ms;   // the clock's wait after last_reclaim_ms_ (swept)
     span* reserved_[reserve_slots] = {};   // last: the fields above are read on the fast paths
 };
 

@@ -64,6 +64,12 @@
 //                            freed by another: given back by that thread's
 //                            malloc_trim or its exit, reused by it (not by
 //                            malloc_trim on another thread: see the case)
+//   orphan_large_freed       4 threads each allocate 16 blocks of 2 MiB and
+//                            exit; the main thread frees them all: their
+//                            pages go back without malloc_trim, and 128 MiB
+//                            allocated by the main thread after raises RSS by
+//                            at most 128 + 32 MiB [5b7da7a: all seven: 128
+//                            MiB stayed in the exited threads' heaps]
 //   thread_burst             2,000 threads in waves of 250 alive at once:
 //                            heaps of exited threads given back, RSS back
 //                            [62853a9: all four, 251 heaps stay]
@@ -1016,6 +1022,48 @@ int remote_freed_idle() {
     return 0;
 }
 
+// Blocks of exited threads' heaps (orphans) freed by another thread: the
+// orphan takes them back and gives their pages to the system at once, since
+// nothing reuses an orphan's memory before a new thread adopts it.
+int orphan_large_freed() {
+    constexpr int threads = 4, per_thread = 16;
+    constexpr size_t block = size_t{2} << 20;
+    std::vector<void*> blocks(threads * per_thread);
+    const long base = rss_kib();
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+        ts.emplace_back([&, t] {
+            for (int i = 0; i < per_thread; ++i) {
+                auto* p = static_cast<unsigned char*>(malloc(block));
+                if (!p) die("malloc failed");
+                stamp_pages(p, block);
+                blocks[t * per_thread + i] = p;
+            }
+        });
+    for (auto& t : ts) t.join();
+    const long held = rss_kib();
+    for (void* p : blocks) {
+        check_pages(p, block, "a block changed after its thread exited");
+        free(p);
+    }
+    const long freed = rss_kib();
+    std::vector<void*> mine(threads * per_thread);
+    for (void*& p : mine) {
+        p = malloc(block);
+        if (!p) die("malloc failed");
+        stamp_pages(p, block);
+    }
+    const long again = rss_kib();
+    for (void* p : mine) free(p);
+    printf("RSS KiB: base %ld, 4 exited threads' 128 MiB %ld, freed by main %ld, main's own 128 MiB %ld\n", base,
+           held, freed, again);
+    if (held - base < 100 * 1024) die("the threads' blocks did not raise RSS by 100 MiB");
+    if (freed - base > 32 * 1024) die("exited threads' blocks freed by another thread kept their pages");
+    if (again - base > 160 * 1024) die("the main thread's 128 MiB came on top of the exited threads' freed pages");
+    printf("OK orphan_large_freed\n");
+    return 0;
+}
+
 // 2,000 threads in 8 waves of 250 alive at once (a barrier holds each wave
 // until all its threads hold their blocks), each with 512 KiB of small and
 // large blocks, freed before it exits. Heaps of exited threads holding
@@ -1488,6 +1536,7 @@ int main(int argc, char** argv) {
     if (c == "key_destructor_malloc") return key_destructor_malloc();
     if (c == "reuse_across_sizes") return reuse_across_sizes();
     if (c == "remote_freed_idle") return remote_freed_idle();
+    if (c == "orphan_large_freed") return orphan_large_freed();
     if (c == "thread_burst") return thread_burst();
     if (c == "rlimit_new_thread") return rlimit_new_thread();
     if (c == "rlimit_fill_refill") return rlimit_fill_refill();

@@ -31,7 +31,7 @@ public:
     // Adds p (bytes long) for owner, whose way is `index` (< ways). The
     // outlet (a small value) says where batches and blocks go: o.post(owner,
     // batch) hands a batch over, o.supply() gives a batch when the spares are
-    // out (nullptr if none), o.alone(owner, p) sends a block that cannot join
+    // out (nullptr if none), o.alone(owner, p, bytes) sends a block that cannot join
     // a batch (too large, or no batch to be had). Inline, this is two compares and a store
     // through the way's cursor; a batch is full when the cursor reaches its
     // end, the next 512-byte boundary. Everything else is a tail call out of
@@ -86,10 +86,10 @@ private:
 
     template <class Outlet>
     [[gnu::noinline]] void start(way& w, void* owner, void* p, std::size_t bytes, Outlet o) noexcept {
-        if (bytes > max_block) return o.alone(owner, p);
+        if (bytes > max_block) return o.alone(owner, p, bytes);
         if (w.owner) send(w, o);
         remote_batch* b = take_spare();
-        if (!b && !(b = o.supply())) return o.alone(owner, p);
+        if (!b && !(b = o.supply())) return o.alone(owner, p, bytes);
         b->block[0] = p;
         w = {owner, &b->block[1]};
         ++filling_;

@@ -107,6 +107,9 @@ class per_thread : public detail::throwing_allocate<per_thread<H>> {
             else
                 return 0;
         }
+        static void release_pages(H& h) noexcept {
+            if constexpr (requires { h.release_free_pages(); }) h.release_free_pages();
+        }
         static bool holds_nothing(const H&) noexcept { return false; }
     };
 

@@ -33,6 +33,7 @@ template <class H>
 concept malloc_heap_common = std::default_initializable<H> && requires(H& h, const H& ch, const request& r) {
     { h.try_allocate(r) } -> std::same_as<void*>;
     { h.trim() } -> std::convertible_to<std::size_t>;
+    { h.release_free_pages() } -> std::convertible_to<std::size_t>;
     { ch.stats() };
     h.set_owner_tag(static_cast<const void*>(nullptr));
     { ch.last_allocation() } -> std::convertible_to<const void*>;
@@ -76,6 +77,7 @@ template <class H>
 constexpr bool check_malloc_heap() {
     static_assert(malloc_heap_common<H>,
                   "allotheque malloc: the heap needs a default constructor, try_allocate(request), trim(), "
+                  "release_free_pages(), "
                   "stats(), set_owner_tag(tag), last_allocation() and locality_aware: an allotheque heap<> or "
                   "block_heap<> has them");
     static_assert(exact_malloc_heap<H> || block_malloc_heap<H>,

@@ -70,6 +70,7 @@ public:
             if (tl_heap == &th) tl_heap = nullptr;
         }
         static std::size_t trim(heap_type& h) noexcept { return h.trim(); }
+        static void release_pages(heap_type& h) noexcept { h.release_free_pages(); }
         // No memory a block could be in: no thread can reach it any more.
         static bool holds_nothing(const heap_type& h) noexcept {
             const heap_stats st = h.stats();
