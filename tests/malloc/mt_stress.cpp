@@ -207,6 +207,14 @@ void api_checks() {
     CHECK(aligned_alloc(24, 48) == nullptr && errno == EINVAL);
     errno = 0;
     CHECK(memalign(SIZE_MAX, 1) == nullptr && errno == EINVAL);
+    // Above 1 GiB (the heaps' max_large_alignment): ENOMEM, where glibc
+    // 2.36 honours the alignment (docs/bad_input.md).
+    void* huge_aligned = &errno;
+    CHECK(posix_memalign(&huge_aligned, std::size_t{1} << 31, 64) == ENOMEM && huge_aligned == &errno);
+    errno = 0;
+    CHECK(aligned_alloc(std::size_t{1} << 31, std::size_t{1} << 31) == nullptr && errno == ENOMEM);
+    errno = 0;
+    CHECK(memalign((std::size_t{1} << 30) + 4096, 64) == nullptr && errno == ENOMEM);
     void* rounded = memalign(24, 10);
     CHECK(rounded && reinterpret_cast<std::uintptr_t>(rounded) % 32 == 0);
     free(rounded);
