@@ -14,8 +14,8 @@
 // Memory goes back while running: when a free leaves a span entirely free, the
 // heap keeps it as its spare if it has none and gives it to the back end
 // otherwise (policy `never`: keeps every span); large blocks go back when
-// freed. The back end keeps up to max(retain_bytes, peak / 8) free pages for
-// reuse and returns the rest to the system. trim() gives everything free back.
+// freed. The back end keeps up to max(retain_bytes, recent peak / 8) free
+// pages for reuse and returns the rest to the system. trim() gives everything free back.
 //
 // Guarantees: payloads aligned to 16 bytes (or to the requested alignment, a
 // power of two up to the page size); usable_size(p) >= the requested size.
@@ -216,12 +216,14 @@ public:
 
     // Every free page back to the system, the spare span included.
     std::size_t trim() noexcept {
+        const std::size_t before = spans_.pool().given_back();   // the spare may go at once
         P::coalesce_waiting(root_, free_block_watch());
         if (spare_) {
             P::take_free_block(root_, spare_->base);
             release_span(std::exchange(spare_, nullptr));
         }
-        return release_free_pages();
+        release_free_pages();
+        return spans_.pool().given_back() - before;
     }
     // Every free page to the system now, without coalescing what waits.
     std::size_t release_free_pages() noexcept { return spans_.pool().trim(); }

@@ -18,8 +18,8 @@
 // Giving memory back (Options: heap_config::reclaim, reclaim_interval_ms,
 // retain_bytes, purge_delay_ms):
 //   - a large block goes back to the back end when freed; the back end keeps
-//     up to max(retain_bytes, peak / 8) free bytes for reuse (the large-block
-//     cache) and gives older free pages to the system (span_pool.hpp);
+//     up to max(retain_bytes, recent peak / 8) free bytes for reuse (the
+//     large-block cache) and gives older free pages to the system (span_pool.hpp);
 //   - small spans come back when all their chunks are free, found by a sweep:
 //     the partition is drained, its chunks counted per span, whole spans
 //     released and the others' chunks put back. Policy `threshold` (default)
@@ -439,8 +439,12 @@ public:
     // Gives every span whose chunks are all free back, and every free page to
     // the system. Returns the bytes that left the heap's resident memory.
     std::size_t trim() noexcept {
+        // Spans the sweep gives back may go to the system at once (the
+        // pool's budget): they count too.
+        const std::size_t before = spans_.pool().given_back();
         if constexpr (sweepable_partition<P>) sweep();
-        return release_free_pages();
+        release_free_pages();
+        return spans_.pool().given_back() - before;
     }
     // Every free page to the system now, without the sweep: what the spans
     // and large blocks given back hold (trim's second half, at a cost in
@@ -961,13 +965,14 @@ private:
         last_reclaim_ms_ = now;
         sweep_pause_ms_ = std::max<std::uint64_t>(cfg.reclaim_interval_ms, 8 * (now - started));
     }
-    // Before failing an allocation: sweep if anything is free at all.
+    // Before failing an allocation: sweep if anything is free at all, and
+    // give the pool's free pages to the source, whose address space a new
+    // reservation may need (under a tight `ulimit -v` every reserved byte
+    // counts, used or not).
     bool sweep_for_memory() noexcept {
-        if constexpr (sweepable_partition<P>) {
-            return sweep() > 0;
-        } else {
-            return false;
-        }
+        bool swept = false;
+        if constexpr (sweepable_partition<P>) swept = sweep() > 0;
+        return spans_.pool().trim() > 0 || swept;
     }
 
     // Drains the partition, counts its chunks per span, releases the spans whose

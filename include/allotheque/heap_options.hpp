@@ -38,7 +38,8 @@ struct heap_config {
     // keeps its spans instead of giving them back and carving them again.
     unsigned reclaim_interval_ms = 1000;
     // Free pages the back end keeps ready for reuse (the large-block cache),
-    // max(retain_bytes, peak / 8); beyond it, free pages go back to the
+    // max(retain_bytes, peak / 8), the peak of bytes in use over the last ten
+    // to twenty purge delays; beyond it, free pages go back to the
     // system: whole source allocations are returned, the rest decommitted (madvise).
     std::size_t retain_bytes = 4 * 1024 * 1024;
     // Free pages beyond that budget go back once they have stayed free this

@@ -70,6 +70,13 @@
 //                            allocated by the main thread after raises RSS by
 //                            at most 128 + 32 MiB [5b7da7a: all seven: 128
 //                            MiB stayed in the exited threads' heaps]
+//   spike_then_small         512 MiB of 8 MiB blocks freed, then one 1 MiB
+//                            block and small ones churned: RSS is back within
+//                            24 MiB of the start in 5 s (run_adversarial.sh
+//                            sets ALLOTHEQUE_PURGE_DELAY_MS=20, so the large-
+//                            block cache's peak is 200-400 ms old by then)
+//                            [20d3953: all seven: 64 MiB, the all-time peak's
+//                            eighth, stayed for as long as the program ran]
 //   thread_burst             2,000 threads in waves of 250 alive at once:
 //                            heaps of exited threads given back, RSS back
 //                            [62853a9: all four, 251 heaps stay]
@@ -84,6 +91,10 @@
 //                            returns (a block or NULL) within 5 s, and the
 //                            thread allocates once the limit is lifted
 //                            [62853a9: velox, medius hang]
+//   rlimit_reserved_ends     malloc of 96.5, 64.3 and 512 MiB (xz -9 -T2's) at
+//                            VmSize + 704 MiB: three blocks, as under glibc
+//                            [20d3953: all seven: the third NULL: the free end
+//                            of the first two's arena kept its address space]
 //   rlimit_fill_refill       4 threads fill 512 MiB of address space until NULL,
 //                            free each other's blocks, each trims, refill (3/4
 //                            of the first fill); then 256 MiB in one block
@@ -1064,6 +1075,50 @@ int orphan_large_freed() {
     return 0;
 }
 
+// A spike of large blocks, then a small footprint: the back end's cache of
+// free pages is sized by the recent peak, not the all-time one, so a program
+// that once held 512 MiB does not keep 64 MiB resident while it holds 1.
+int spike_then_small() {
+    constexpr size_t block = size_t{8} << 20;
+    std::vector<void*> blocks(64);
+    const long base = rss_kib();
+    for (void*& p : blocks) {
+        p = malloc(block);
+        if (!p) die("malloc failed");
+        stamp_pages(p, block);
+    }
+    const long held = rss_kib();
+    for (void* p : blocks) {
+        check_pages(p, block, "a large block changed");
+        free(p);
+    }
+    const long freed = rss_kib();
+    std::vector<void*> small(256, nullptr);
+    long now = freed;
+    const double start = now_s();
+    for (unsigned i = 0; now_s() - start < 5.0; ++i) {
+        void* volatile big = malloc(size_t{1} << 20);
+        if (!big) die("malloc failed");
+        stamp_pages(big, size_t{1} << 20);
+        free(big);
+        for (unsigned k = 0; k < 64; ++k) {
+            void*& q = small[(i * 64 + k) * 2654435761u % small.size()];
+            free(q);
+            q = malloc(16 + (i + k) % 400);
+            if (!q) die("malloc failed");
+        }
+        usleep(10 * 1000);
+        if ((now = rss_kib()) - base <= 24 * 1024) break;
+    }
+    for (void* q : small) free(q);
+    printf("RSS KiB: base %ld, 512 MiB held %ld, freed %ld, after %.2f s of a small footprint %ld\n", base, held,
+           freed, now_s() - start, now);
+    if (held - base < 400 * 1024) die("the blocks did not raise RSS by 400 MiB");
+    if (now - base > 24 * 1024) die("the spike's pages stayed resident under a small footprint");
+    printf("OK spike_then_small\n");
+    return 0;
+}
+
 // 2,000 threads in 8 waves of 250 alive at once (a barrier holds each wave
 // until all its threads hold their blocks), each with 512 KiB of small and
 // large blocks, freed before it exits. Heaps of exited threads holding
@@ -1328,6 +1383,38 @@ int rlimit_new_thread() {
     return 0;
 }
 
+// Three blocks of the sizes `xz -9 -T2` asks for (96.5, 64.3 and 512 MiB)
+// under an address-space limit 704 MiB above the start: glibc serves them.
+// An arena's free end is reserved address space all the same, so a library
+// that kept the first two blocks' arena (512 MiB, a third used) could not map
+// the third [20d3953: all seven: NULL]; it unmaps free arena ends and tries
+// again.
+int rlimit_reserved_ends() {
+    const pid_t pid = fork();
+    if (pid == 0) {
+        alarm(30);
+        free(malloc(64));
+        limit_address_space(size_t{704} << 20);
+        const size_t sizes[] = {101203968, 67379200, 536875008};
+        void* got[3] = {};
+        for (int i = 0; i < 3; ++i) {
+            got[i] = malloc(sizes[i]);
+            printf("malloc(%zu): %s\n", sizes[i], got[i] ? "a block" : "NULL");
+            fflush(stdout);
+            if (!got[i]) _exit(3);
+            stamp_pages(got[i], sizes[i]);
+        }
+        for (int i = 0; i < 3; ++i) {
+            check_pages(got[i], sizes[i], "a block changed under RLIMIT_AS");
+            free(got[i]);
+        }
+        _exit(0);
+    }
+    expect_clean_exit(pid, "96.5 + 64.3 + 512 MiB under an address-space limit 704 MiB above the start (3: NULL)");
+    printf("OK rlimit_reserved_ends\n");
+    return 0;
+}
+
 int rlimit_fill_refill() {
     for (int round = 0; round < 2; ++round) {
         const pid_t pid = fork();
@@ -1537,9 +1624,11 @@ int main(int argc, char** argv) {
     if (c == "reuse_across_sizes") return reuse_across_sizes();
     if (c == "remote_freed_idle") return remote_freed_idle();
     if (c == "orphan_large_freed") return orphan_large_freed();
+    if (c == "spike_then_small") return spike_then_small();
     if (c == "thread_burst") return thread_burst();
     if (c == "rlimit_new_thread") return rlimit_new_thread();
     if (c == "rlimit_fill_refill") return rlimit_fill_refill();
+    if (c == "rlimit_reserved_ends") return rlimit_reserved_ends();
     if (c == "new_handler") return new_handler_case();
     if (c == "remote_after_local_free" || c == "remote_twice_after_drain" || c == "realloc_freed") return misuse(c);
     return 64;

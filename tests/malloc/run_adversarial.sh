@@ -23,6 +23,9 @@ ulimit -c 0 2>/dev/null || true   # the misuse cases abort on purpose: no core f
 err=$(mktemp) out=$(mktemp)
 trap 'rm -f "$err" "$out"' EXIT
 misuse=no
+# spike_then_small waits for the large-block cache's peak to age: ten to
+# twenty purge delays, 10-20 s by default, 200-400 ms with this one.
+[ "$case_name" = spike_then_small ] && export ALLOTHEQUE_PURGE_DELAY_MS=20
 case $case_name in
 remote_after_local_free|remote_twice_after_drain|realloc_freed) misuse=yes ;;
 esac

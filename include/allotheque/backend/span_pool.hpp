@@ -8,12 +8,13 @@
 //   give(span)    merged with free neighbours of the same region
 //   extend(span)  grows a span into the free range right after it
 //
-// Freed pages are kept for reuse up to a budget, max(retain_bytes, peak / 8):
-// that is the large-block cache. Pages beyond it are decommitted (oldest
-// first, madvise, where the source can) once they have stayed free for
-// purge_delay_ms, or at once past four times the budget, and regions that are
-// entirely free go back to the source past that; trim() gives back
-// everything free now.
+// Freed pages are kept for reuse up to a budget, max(retain_bytes, peak / 8),
+// the peak being the most bytes in use over the last ten to twenty purge
+// delays (10-20 s by default): that is the large-block cache. Pages beyond it
+// are decommitted (oldest first, madvise, where the source can) once they
+// have stayed free for purge_delay_ms, or at once past four times the
+// budget, and regions that are entirely free go back to the source past
+// that; trim() gives back everything free now.
 // Span records come from a record_pool on the same source, so the heap's
 // source sees every byte the heap uses and gets every byte back.
 //
@@ -67,6 +68,7 @@ public:
     // source refuses. Its state is the caller's to set; `dirty` == 0 means its
     // pages read as zero.
     span* take(std::size_t bytes, const void* near = nullptr) noexcept {
+        if (free_.dirty_bytes() > retain_bytes_) [[unlikely]] age();
         span* f = free_.best_fit(bytes);
         if (!f) {
             if (!grow(bytes, near)) return nullptr;
@@ -85,7 +87,7 @@ public:
             free_.shrink_front(f, bytes);
         }
         s->state = span_state::small;   // anything but free: the caller refines it
-        in_use_ += bytes;
+        used(bytes);
         return s;
     }
 
@@ -117,7 +119,7 @@ public:
         if (next) free_.take_front(next, std::min(more, have), [this](span* r) noexcept { records_.recycle(r); });
         detail::poison::expose(s->end(), more);   // pages a block freed there may have left poisoned
         s->bytes = bytes;
-        in_use_ += more;
+        used(more);
         return true;
     }
 
@@ -138,12 +140,14 @@ public:
     // Gives back every free page now: whole free regions to the source, the
     // rest decommitted where the source can. Returns the bytes given back.
     std::size_t trim() noexcept {
-        const std::size_t before = returned_ + decommitted_;
+        const std::size_t before = given_back();
         release_free_regions(0);
         decommit_down_to(0);
         if (records_.live() == 0) records_.release_all(source_);   // nothing left to describe
-        return returned_ + decommitted_ - before;
+        return given_back() - before;
     }
+    // Bytes returned to the source or decommitted so far.
+    std::size_t given_back() const noexcept { return returned_ + decommitted_; }
 
     // Every region back to the source (spans still handed out become invalid).
     void release_all() noexcept {
@@ -174,7 +178,12 @@ public:
         return st;
     }
     // Bytes of free pages the pool keeps for reuse before giving pages back.
-    std::size_t retain_budget() const noexcept { return std::max(retain_bytes_, peak_os_bytes_ / 8); }
+    // The peak is recent, not the heap's all-time one: a program that peaked
+    // at 1.5 GiB of large blocks and then held a few MiB kept 371 MiB
+    // resident for as long as it ran, where glibc had given all of it back.
+    std::size_t retain_budget() const noexcept {
+        return std::max(retain_bytes_, std::max(in_use_peak_, in_use_peak_before_) / 8);
+    }
 
     // heap_config::retain_bytes and purge_delay_ms, changed at run time (the
     // malloc's environment options); they apply from the next freed span.
@@ -204,6 +213,19 @@ private:
             (void)missing;
             return false;
         }
+    }
+
+    void used(std::size_t n) noexcept {
+        in_use_ += n;
+        in_use_peak_ = std::max(in_use_peak_, in_use_);
+    }
+    // The budget's peak covers the window that began at window_start_ and
+    // the one before it: a window of ten purge delays.
+    void roll_window(std::uint64_t now) noexcept {
+        if (now - window_start_ < 10 * std::uint64_t{purge_delay_ms_}) return;
+        in_use_peak_before_ = in_use_peak_;
+        in_use_peak_ = in_use_;
+        window_start_ = now;
     }
 
     // n more bytes from the source, a new region's or a region's growth.
@@ -251,18 +273,31 @@ private:
     // reuses its pages instead of giving them back and faulting them in again
     // (each madvise also costs every thread of the process a TLB flush).
     void retain(span* f) noexcept {
-        const std::size_t budget = retain_budget();
         const std::uint64_t now = now_ms();
+        roll_window(now);
+        const std::size_t budget = retain_budget();
         f->freed_at = now;
-        if (free_.dirty_bytes() > 4 * budget) {
-            if (covers_region(f)) release_region(f);
-            decommit_down_to(budget, now + 1);
-        } else if (free_.dirty_bytes() > budget) {
-            decommit_down_to(budget, now >= purge_delay_ms_ ? now - purge_delay_ms_ + 1 : 0);
-        }
+        const bool over = free_.dirty_bytes() > 4 * budget;
+        if (over && covers_region(f)) release_region(f);
         // A region is whole again only at the moment its last piece comes
         // back: that is when to check (trim() looks at them all).
-        else if (covers_region(f) && free_.bytes() > 4 * budget) release_region(f);
+        if (!purge(budget, now, over) && covers_region(f) && free_.bytes() > 4 * budget) release_region(f);
+    }
+    // The same ageing where a heap past its peak takes spans and frees none
+    // (it refills, or allocates large blocks it keeps).
+    [[gnu::noinline, gnu::cold]] void age() noexcept {
+        const std::uint64_t now = now_ms();
+        roll_window(now);
+        const std::size_t budget = retain_budget();
+        purge(budget, now, free_.dirty_bytes() > 4 * budget);
+    }
+    // Free pages beyond the budget: all at once when `over` (four times
+    // it), else those free for purge_delay_ms. False if none were beyond.
+    bool purge(std::size_t budget, std::uint64_t now, bool over) noexcept {
+        if (over) decommit_down_to(budget, now + 1);
+        else if (free_.dirty_bytes() > budget) decommit_down_to(budget, now >= purge_delay_ms_ ? now - purge_delay_ms_ + 1 : 0);
+        else return false;
+        return true;
     }
 
     static bool covers_region(const span* f) noexcept {
@@ -324,6 +359,8 @@ private:
     record_pool<span> records_;
     std::size_t os_bytes_ = 0, peak_os_bytes_ = 0, in_use_ = 0, returned_ = 0, decommitted_ = 0;
     std::size_t region_count_ = 0;
+    std::size_t in_use_peak_ = 0, in_use_peak_before_ = 0;
+    std::uint64_t window_start_ = 0;
     std::size_t retain_bytes_ = cfg.retain_bytes;
     unsigned purge_delay_ms_ = cfg.purge_delay_ms;
 };

@@ -15,7 +15,9 @@
 // entirely free is unmapped, except the last one left. Arenas start at 64 MiB
 // and double up to 1 GiB, each reserved on a 2 MiB boundary; when the system
 // refuses a reservation (a tight `ulimit -v`, strict overcommit) the size is
-// halved down to the request.
+// halved down to the request, and if even that is refused, the free ends of
+// the arenas are unmapped and the request tried once more: reserved address
+// space counts against `ulimit -v` whether used or not.
 //
 // Thread-safe (one mutex; the heaps above ask it only to grow, rarely) and
 // fork-safe: the mutex is taken around fork after every thread registry's
@@ -173,6 +175,10 @@ private:
                 refused = true;
                 size = detail::round_up(size / 2 > n ? size / 2 : n, detail::page_size);
             }
+            // Refused at the request's own size: unmap the free ends of the
+            // arenas and try that size once more.
+            if (m == MAP_FAILED && release_free_ends() > 0)
+                m = ::mmap(nullptr, size = exact, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (m == MAP_FAILED) {
                 records.recycle(f);
                 records.recycle(a);
@@ -220,6 +226,29 @@ private:
             if (head != 0) ::munmap(b, head);
             if (slack - head != 0) ::munmap(b + head + size, slack - head);
             return b + head;
+        }
+        // Unmaps every arena's free end (a wholly free arena goes, even the
+        // last one); the bytes unmapped.
+        std::size_t release_free_ends() noexcept {
+            std::size_t released = 0;
+            for (auto it = arenas.begin(); it != arenas.end();) {
+                backend::span& a = *it++;
+                backend::span* f = free.containing(a.end() - 1);
+                if (!f || f->region != &a) continue;
+                std::byte* const base = f->base;
+                const std::size_t bytes = f->bytes;
+                free.erase(f);
+                records.recycle(f);
+                released += bytes;
+                if (base == a.base) {
+                    unmap_arena(&a);
+                    continue;
+                }
+                ::munmap(base, bytes);
+                a.bytes -= bytes;
+                reserved -= bytes;
+            }
+            return released;
         }
         backend::span* arena_of(const std::byte* p) noexcept {
             for (backend::span& a : arenas)
