@@ -3,6 +3,7 @@
 #include "catch.hpp"
 
 #include <allotheque/allocators/medius.hpp>
+#include <allotheque/allocators/segregated.hpp>
 #include <allotheque/backend/page_map.hpp>
 #include <allotheque/allocators/velox.hpp>
 #include <allotheque/layers/page_map.hpp>
@@ -72,6 +73,25 @@ TEMPLATE_TEST_CASE("malloc-style layers serve, align and free without a size", "
     CHECK(m->usable_size(nullptr) == 0);
     CHECK(m->allocate(1, 3) == nullptr);   // not a power of two
     delete m;
+}
+
+TEST_CASE("sized over a page-map heap: alignments up to 1 MiB served and freed, above refused", "[layers][malloc]") {
+    // The header before p must lie within the first MiB of the heap's block,
+    // all the page map records of a large block: with 2 MiB alignment p could
+    // land past it, and freeing it aborted as a pointer the heap never gave out.
+    at::layers::sized<at::segregated_heap<>> h;
+    static_assert(decltype(h)::max_alignment == std::size_t{1} << 20);
+    for (std::size_t a = 4096; a <= decltype(h)::max_alignment; a *= 2)
+        for (int i = 0; i < 4; ++i) {
+            void* p = h.allocate(100, a);
+            REQUIRE(p);
+            CHECK(reinterpret_cast<std::uintptr_t>(p) % a == 0);
+            CHECK(h.usable_size(p) >= 100);
+            std::memset(p, 3, 100);
+            h.deallocate(p);
+        }
+    CHECK(h.allocate(100, std::size_t{2} << 20) == nullptr);
+    CHECK(h.allocate(100, std::size_t{1} << 30) == nullptr);
 }
 
 TEST_CASE("page map: every page of a span holds one chunk size", "[heap][malloc]") {

@@ -9,6 +9,7 @@
 #include <allotheque/allocators/kingsley.hpp>
 #include <allotheque/allocators/velox.hpp>
 #include <allotheque/heap.hpp>
+#include <allotheque/layers/per_thread.hpp>
 #include <allotheque/hint_policy.hpp>
 #include <allotheque/memory_resource.hpp>
 #include <allotheque/scoped_hint.hpp>
@@ -417,4 +418,11 @@ TEST_CASE("memory_resource: identity equality, alignment, failures", "[stl][pmr]
         r1.deallocate(p, 1 << 20, 8);
     }
     CHECK(l.balanced());
+    // Over a heap that takes no alignment above 4096 (per_thread): bad_alloc.
+    al::layers::per_thread<al::kingsley_heap<>> pt;
+    al::memory_resource<al::layers::per_thread<al::kingsley_heap<>>> r3(pt);
+    void* q = r3.allocate(100, 4096);
+    CHECK(addr(q) % 4096 == 0);
+    r3.deallocate(q, 100, 4096);
+    CHECK_THROWS_AS(r3.allocate(100, 8192), std::bad_alloc);
 }

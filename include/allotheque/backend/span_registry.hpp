@@ -39,6 +39,11 @@
 
 namespace allotheque::backend {
 
+// How much of a large block the page map records from its start (see the
+// top): a pointer a layer hands out inside a large block must keep what it
+// reads before itself within this much of the block's start.
+inline constexpr std::size_t large_recorded_head = std::size_t{1} << 20;
+
 template <source S, heap_options_like Options>
 class span_registry {
     using span_list = bi::list<span, bi::member_hook<span, span::list_hook, &span::by_age>, bi::constant_time_size<false>>;
@@ -155,7 +160,7 @@ private:
     static constexpr std::size_t index(span_state st) noexcept { return static_cast<std::size_t>(st); }
 
     // f(first, pages) for each run of pages sp records (see the top).
-    static constexpr std::size_t large_head = std::size_t{1} << 20;
+    static constexpr std::size_t large_head = large_recorded_head;
     template <class F>
     static bool for_recorded(const span* sp, F f) noexcept {
         if (sp->state != span_state::large) return f(sp->base, pages(sp->bytes));

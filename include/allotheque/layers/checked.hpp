@@ -20,7 +20,8 @@
 // stderr (count, bytes, the first few with their allocation stacks) and does
 // not abort; report_leaks(false) turns that off.
 //
-// Fresh blocks are filled with 0xCD, freed ones with 0xDD (use-after-free reads
+// Fresh blocks are filled with 0xCD (unless the request asks for zeros,
+// request::zero), freed ones with 0xDD (use-after-free reads
 // show up as 0xDDDD...). The registry of live and freed blocks is a plain
 // std::unordered_map on std::allocator, not memory from the checked heap.
 // good_size(n, a) is n itself (when the parent can serve n + kCanary): the
@@ -184,7 +185,10 @@ public:
             return nullptr;
         }
         freed_.erase(p);
-        std::memset(p, fresh_byte, r.size);
+        // A request for zeroed memory keeps the zeros its parent gave it.
+        bool zero = false;
+        if constexpr (requires { r.zero; }) zero = r.zero;
+        if (!zero) std::memset(p, fresh_byte, r.size);
         std::memset(p + r.size, canary_byte, kCanary);
         return p;
     }

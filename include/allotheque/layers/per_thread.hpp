@@ -69,8 +69,8 @@ class per_thread : public detail::throwing_allocate<per_thread<H>> {
     static_assert(std::default_initializable<H>,
                   "allotheque::layers::per_thread<H>: heaps are created lazily, so H must be default-constructible");
 
-    // A block on a remote list carries (request size << 8) | log2(alignment)
-    // (0 for natural) in its record's word.
+    // A block on a remote list carries (request size << 8) | (1 +
+    // log2(alignment)) (0 for natural) in its record's word.
     static constexpr std::size_t min_request = detail::remote_list<>::record_bytes;
 
     struct policy;
@@ -94,7 +94,7 @@ class per_thread : public detail::throwing_allocate<per_thread<H>> {
         static void give_back(H& h, detail::remote_record* rec) noexcept {
             const std::size_t size = static_cast<std::size_t>(rec->word >> 8);
             const unsigned code = static_cast<unsigned>(rec->word & 0xff);
-            h.deallocate(rec, request{size, nullptr, code == 0 ? 0 : std::size_t{1} << code});
+            h.deallocate(rec, request{size, nullptr, code == 0 ? 0 : std::size_t{1} << (code - 1)});
         }
         static void prepare(H&) noexcept {}
         static void attached(slot&) noexcept {}
@@ -136,6 +136,10 @@ public:
     per_thread(const per_thread&) = delete;
     per_thread& operator=(const per_thread&) = delete;
     ~per_thread() {
+        // Blocks freed by other threads and still on their way (a batch, a
+        // remote list) are given back first: a checking parent destroyed with
+        // them would report them as leaks, though the program freed them.
+        collect_all();
         if (tls().id == id_) tls() = {};
         registry_.retire();
     }
@@ -296,7 +300,11 @@ public:
     }
 
 private:
-    static unsigned code_of(std::size_t a) noexcept { return a == 0 ? 0u : static_cast<unsigned>(std::countr_zero(a)); }
+    // 1 + log2(a), so that alignment 1 is told from natural (a checking
+    // parent compares the two and took one for the other).
+    static unsigned code_of(std::size_t a) noexcept {
+        return a == 0 ? 0u : 1u + static_cast<unsigned>(std::countr_zero(a));
+    }
 
     // This thread's slot, or nullptr when it has not allocated through this
     // object (or has exited).

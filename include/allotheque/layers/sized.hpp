@@ -9,7 +9,11 @@
 // Alignment up to 16 costs the header alone (offset 16); a larger alignment is
 // served by asking H for n + alignment bytes at alignment 16 and placing p at
 // the first suitably aligned address at least 16 bytes in, so any power of two
-// works, including alignments above H::max_alignment.
+// works, including alignments above H::max_alignment, except over a heap that
+// says what it holds (owns(p): the heaps on the back end's page map), where
+// the header must lie within the first MiB of H's block (the page map records
+// no more of a large block, backend/span_registry.hpp): there alignments
+// above 1 MiB get nullptr.
 //
 // Hint: with NearPrevious (the default for locality-aware heaps) every request
 // carries H's last_allocation() as its hint, the paper's implicit "near the
@@ -28,6 +32,7 @@
 #include <new>
 #include <utility>
 
+#include <allotheque/backend/span_registry.hpp>
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/detail/fail.hpp>
 #include <allotheque/layers/heap_concept.hpp>
@@ -61,9 +66,13 @@ public:
     sized(const sized&) = delete;
     sized& operator=(const sized&) = delete;
 
+    // The largest alignment served (see the top).
+    static constexpr std::size_t max_alignment = has_owns<H> ? backend::large_recorded_head : max_size;
+
     // n bytes aligned to `alignment` (0 or a power of two; 0 means 16), or nullptr.
     [[nodiscard]] void* allocate(std::size_t n, std::size_t alignment = 0) noexcept {
         if (alignment != 0 && !detail::is_pow2(alignment)) return nullptr;
+        if (alignment > max_alignment) return nullptr;
         if (n > max_size || alignment > max_size) return nullptr;
         const std::size_t offset_room = alignment > 16 ? alignment : 16;
         const std::size_t total = n + offset_room;
