@@ -95,6 +95,19 @@
 //                            VmSize + 704 MiB: three blocks, as under glibc
 //                            [20d3953: all seven: the third NULL: the free end
 //                            of the first two's arena kept its address space]
+//   glibc_main_heap          blocks of glibc's own malloc (__libc_malloc,
+//                            __libc_calloc, __libc_memalign: what a library
+//                            opened with RTLD_DEEPBIND calls) used, resized
+//                            and freed through the interposed malloc_usable_size,
+//                            realloc and free, contents checked [0249445: all
+//                            seven abort as a foreign pointer]
+//   rlimit_data              RLIMIT_DATA 256 MiB above the start: 1 MiB
+//                            blocks until NULL (ENOMEM) are at least 160,
+//                            and 95 % of them again, five times, after they
+//                            are freed
+//                            (docs/bad_input.md: the first arena's 64 MiB
+//                            count against this limit, so less fits than
+//                            under glibc)
 //   rlimit_fill_refill       4 threads fill 512 MiB of address space until NULL,
 //                            free each other's blocks, each trims, refill (3/4
 //                            of the first fill); then 256 MiB in one block
@@ -1383,6 +1396,63 @@ int rlimit_new_thread() {
     return 0;
 }
 
+// glibc's own blocks reach the interposed free: a library opened with
+// RTLD_DEEPBIND binds malloc to glibc's and the program frees what it
+// returns. Blocks of glibc's main heap (the program break, where the main
+// thread's small blocks go) are used through malloc_usable_size, resized by
+// realloc and freed by free, operator delete and realloc(p, 0).
+extern "C" {
+void* __libc_malloc(size_t);
+void* __libc_calloc(size_t, size_t);
+void* __libc_memalign(size_t, size_t);
+}
+int glibc_main_heap() {
+    rng r(7);
+    for (int round = 0; round < 20; ++round) {
+        std::vector<std::pair<void*, size_t>> blocks;
+        for (int i = 0; i < 200; ++i) {
+            const size_t n = r.size(1, 60000);
+            void* p = i % 7 == 3 ? __libc_memalign(64, n) : i % 5 == 1 ? __libc_calloc(1, n) : __libc_malloc(n);
+            if (!p) die("glibc's malloc failed");
+            if (i % 5 == 1 && i % 7 != 3)
+                for (size_t k = 0; k < n; ++k)
+                    if (static_cast<unsigned char*>(p)[k]) die("__libc_calloc's block not zero");
+            const size_t u = malloc_usable_size(p);
+            if (u < n) die("malloc_usable_size of a glibc block below its size");
+            stamp(p, u, u);   // every usable byte
+            blocks.emplace_back(p, u);
+        }
+        for (size_t i = 0; i < blocks.size(); ++i) {
+            auto& [p, u] = blocks[i];
+            check(p, u, u, "a glibc block changed");
+            switch (i % 4) {
+            case 0: free(p); break;
+            case 1: ::operator delete(p); break;
+            case 2:
+                if (realloc(p, 0)) die("realloc(p, 0) of a glibc block returned a block");
+                break;
+            default: {
+                const size_t n = u / 2 + r.size(1, 100000);
+                void* q = realloc(p, n);
+                if (!q) die("realloc of a glibc block failed");
+                const auto* c = static_cast<const unsigned char*>(q);
+                for (size_t k = 0; k < std::min(n, u); ++k)
+                    if (c[k] != pat(p, k)) die("realloc of a glibc block lost its contents");
+                free(q);
+            }
+            }
+        }
+    }
+    // The library's own blocks are untouched by all this.
+    void* mine = malloc(100);
+    if (!mine) die("malloc failed");
+    stamp(mine, 100, 100);
+    check(mine, 100, 100, "a block changed");
+    free(mine);
+    printf("OK glibc_main_heap\n");
+    return 0;
+}
+
 // Three blocks of the sizes `xz -9 -T2` asks for (96.5, 64.3 and 512 MiB)
 // under an address-space limit 704 MiB above the start: glibc serves them.
 // An arena's free end is reserved address space all the same, so a library
@@ -1412,6 +1482,54 @@ int rlimit_reserved_ends() {
     }
     expect_clean_exit(pid, "96.5 + 64.3 + 512 MiB under an address-space limit 704 MiB above the start (3: NULL)");
     printf("OK rlimit_reserved_ends\n");
+    return 0;
+}
+
+// RLIMIT_DATA counts writable private mappings, reserved or touched: the
+// arenas' reservations count, so less fits than under glibc (docs/bad_input.md),
+// but a request past the limit is refused with ENOMEM, and what was freed
+// serves the same requests again.
+int rlimit_data() {
+    const pid_t pid = fork();
+    if (pid == 0) {
+        alarm(30);
+        constexpr size_t block = size_t{1} << 20;
+        std::vector<void*> got;
+        got.reserve(4096);   // before the limit
+        free(malloc(64));
+        rlimit rl;
+        if (getrlimit(RLIMIT_DATA, &rl) != 0) _exit(90);
+        rl.rlim_cur = static_cast<rlim_t>(status_kib("VmData")) * 1024 + (size_t{256} << 20);
+        if (setrlimit(RLIMIT_DATA, &rl) != 0) _exit(90);
+        size_t first = 0;
+        for (int round = 0; round < 6; ++round) {
+            for (;;) {
+                errno = 0;
+                void* p = malloc(block);
+                if (!p) {
+                    if (errno != ENOMEM) _exit(4);
+                    break;
+                }
+                stamp_pages(p, block);
+                got.push_back(p);
+                if (got.size() == got.capacity()) _exit(5);   // the limit did not hold
+            }
+            printf("round %d: %zu blocks of 1 MiB\n", round, got.size());
+            fflush(stdout);
+            if (round == 0) first = got.size();
+            // The Lea heap keeps a few blocks' worth in fragments after a refill.
+            if (got.size() < (round == 0 ? 160 : first - first / 20)) _exit(3);
+            for (void* p : got) {
+                check_pages(p, block, "a block changed under RLIMIT_DATA");
+                free(p);
+            }
+            got.clear();
+        }
+        _exit(0);
+    }
+    expect_clean_exit(pid, "1 MiB blocks under RLIMIT_DATA 256 MiB above the start (3: too few, or fewer after a free; 4: "
+                           "not ENOMEM)");
+    printf("OK rlimit_data\n");
     return 0;
 }
 
@@ -1630,6 +1748,8 @@ int main(int argc, char** argv) {
     if (c == "rlimit_fill_refill") return rlimit_fill_refill();
     if (c == "rlimit_reserved_ends") return rlimit_reserved_ends();
     if (c == "new_handler") return new_handler_case();
+    if (c == "glibc_main_heap") return glibc_main_heap();
+    if (c == "rlimit_data") return rlimit_data();
     if (c == "remote_after_local_free" || c == "remote_twice_after_drain" || c == "realloc_freed") return misuse(c);
     return 64;
 }

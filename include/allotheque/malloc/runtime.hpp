@@ -4,7 +4,8 @@
 //
 // Bad input: free/realloc/malloc_usable_size of a pointer no heap handed out
 // (stack, globals, another mmap, an interior pointer) and a double free abort
-// with a message on stderr; nothing is handed out twice.
+// with a message on stderr; nothing is handed out twice. Blocks of glibc's
+// main heap go back to glibc (malloc/glibc_heap.hpp).
 // Errors: every allocation failure sets errno = ENOMEM (EINVAL for a bad
 // alignment where POSIX says so). operator new loops on the new_handler and
 // throws std::bad_alloc; the nothrow forms return nullptr. calloc skips
@@ -22,6 +23,7 @@
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/detail/fail.hpp>
 #include <allotheque/detail/text_out.hpp>
+#include <allotheque/malloc/glibc_heap.hpp>
 #include <allotheque/malloc/thread_heaps.hpp>
 #include <allotheque/malloc_stats.h>
 
@@ -111,7 +113,11 @@ public:
     // `what`: the caller's name for the message of a bad pointer.
     static std::size_t usable(void* p, const char* what = "malloc_usable_size") noexcept {
         if (!p) return 0;
-        return usable_in(p, block_span(p, what));
+        span* sp = block_span(p);
+        if (!sp) [[unlikely]]
+            return usable_not_ours(what, p);
+        check_in_use(p, sp, what);
+        return usable_in(p, sp);
     }
 
     [[gnu::always_inline]] static void* calloc(std::size_t count, std::size_t size) noexcept {
@@ -129,7 +135,10 @@ public:
             deallocate(p);
             return nullptr;
         }
-        span* sp = block_span(p, "realloc");   // looked up once for both questions
+        span* sp = block_span(p);   // looked up once for both questions
+        if (!sp) [[unlikely]]
+            return realloc_not_ours(p, n);
+        check_in_use(p, sp, "realloc");
         const std::size_t have = usable_in(p, sp);
         // In place when it fits and does not waste more than half of the block.
         if (n <= have && (have <= 256 || n >= have / 2)) return p;
@@ -367,6 +376,16 @@ private:
         return r;
     }
 
+    // A pointer no heap of this library holds: glibc's when it lies in its
+    // main heap (malloc/glibc_heap.hpp), else the program's mistake.
+    [[gnu::noinline, gnu::cold]] static std::size_t usable_not_ours(const char* what, void* p) noexcept {
+        if (!detail::glibc_heap::owns(p)) invalid(what, p);
+        return detail::glibc_heap::usable(p);
+    }
+    [[gnu::noinline, gnu::cold]] static void* realloc_not_ours(void* p, std::size_t n) noexcept {
+        if (!detail::glibc_heap::owns(p)) invalid("realloc", p);
+        return detail::glibc_heap::realloc(p, n);
+    }
     [[noreturn]] static void invalid(const char* what, const void* p) noexcept {
         detail::fail("allotheque malloc", "double free, or a pointer no heap handed out (interior or foreign)", what,
                      p);
@@ -404,24 +423,21 @@ private:
         return allocate_in(th, n, a, zero);
     }
 
-    // The span of a block start of this library, or abort. Inlined: on free's
+    // The span of a block start of this library, or null. Inlined: on free's
     // and realloc's paths it is most of the work.
-    [[gnu::always_inline]] static span* block_span(void* p, const char* what) noexcept {
-        if constexpr (block_heap) {
-            // A block handed out must not be freed twice: a free block (or
-            // one parked in a fast bin) holds links a remote free would
-            // overwrite.
-            auto* q = static_cast<std::byte*>(p);
-            span* sp = heap_type::block_start_span(q);
-            if (!sp) invalid(what, p);
-            if (sp->state != span_state::large && !heap_type::tag_in_use(q))
+    [[gnu::always_inline]] static span* block_span(void* p) noexcept {
+        if constexpr (block_heap)
+            return heap_type::block_start_span(static_cast<std::byte*>(p));
+        else
+            return heap_type::span_of_any(p);
+    }
+    // A block heap's block handed out must not be freed twice: a free block
+    // (or one parked in a fast bin) holds links a remote free would overwrite.
+    [[gnu::always_inline]] static void check_in_use([[maybe_unused]] void* p, [[maybe_unused]] span* sp,
+                                                    [[maybe_unused]] const char* what) noexcept {
+        if constexpr (block_heap)
+            if (sp->state != span_state::large && !heap_type::tag_in_use(static_cast<std::byte*>(p)))
                 detail::fail("allotheque malloc", "double free", what, p);
-            return sp;
-        } else {
-            span* sp = heap_type::span_of_any(p);
-            if (!sp) invalid(what, p);
-            return sp;
-        }
     }
 
     // Every refusal on free's inlined path is a sibling call (a jump) to a
@@ -431,7 +447,10 @@ private:
         span* sp;
         if constexpr (block_heap) {
             if (!p) return;
-            sp = block_span(p, "free");
+            sp = block_span(p);
+            if (!sp) [[unlikely]]
+                return refuse(p);
+            check_in_use(p, sp, "free");
         } else {
             // A chunk of a small span, or anything else (null, a large block,
             // a bad pointer: the page map's empty span or a span that does
@@ -451,7 +470,10 @@ private:
     // Not [[noreturn]], and opaque to g++'s interprocedural passes (which
     // would find they never return and keep the calls as calls), so that the
     // callers can jump to them.
-    ALLOTHEQUE_DETAIL_OPAQUE [[gnu::cold]] static void refuse(void* p) noexcept { invalid("free", p); }
+    ALLOTHEQUE_DETAIL_OPAQUE [[gnu::cold]] static void refuse(void* p) noexcept {
+        if (!detail::glibc_heap::owns(p)) invalid("free", p);
+        detail::glibc_heap::free(p);
+    }
     ALLOTHEQUE_DETAIL_OPAQUE [[gnu::cold]] static void refuse_double(void* p) noexcept {
         detail::fail("allotheque malloc", "double free", "free", p);
     }

@@ -21,6 +21,7 @@
 #include <allotheque/detail/free_marks.hpp>
 #include <allotheque/detail/thread_registry.hpp>
 #include <allotheque/malloc/declaration.hpp>
+#include <allotheque/malloc/glibc_heap.hpp>
 #include <allotheque/malloc/settings.hpp>
 
 namespace allotheque {
@@ -90,6 +91,7 @@ public:
         if (started.load(std::memory_order_acquire)) return;
         pthread_mutex_lock(&start_lock);
         if (!started.load(std::memory_order_relaxed)) {
+            detail::glibc_heap::note_start();
             read_settings();
             started.store(true, std::memory_order_release);
         }
