@@ -33,10 +33,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <random>
 #include <thread>
@@ -800,9 +802,21 @@ TEST_CASE("heap: policies give fully free spans back", "[backend][reclaim]") {
         for (void* p : v) h.deallocate(p, al::request{32});
         const std::size_t held = h.stats().small_span_bytes;
         CHECK(held >= 200000u * 32);   // nothing on the free path
-        void* other = h.allocate(al::request{1000});   // a refill: it sweeps first
-        CHECK(h.stats().small_span_bytes < held / 8);
-        h.deallocate(other, al::request{1000});
+        // A refill sweeps first once the reclaim clock allows. The interval
+        // is 0 here, but the clock also waits eight times the last sweep's
+        // length (heap::swept), and the allocation phase's refills swept: on
+        // a loaded machine under TSan one of those sweeps was descheduled long
+        // enough that the first refill came too early. So refill again, a new
+        // class each time, a little later each time, until one sweeps.
+        constexpr std::size_t sizes[] = {1000, 2000, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 200, 400};
+        bool swept = false;
+        for (std::size_t k = 0; k < std::size(sizes) && !swept; ++k) {
+            void* other = h.allocate(al::request{sizes[k]});   // a refill: it sweeps first
+            swept = h.stats().small_span_bytes < held / 8;
+            h.deallocate(other, al::request{sizes[k]});
+            if (!swept) std::this_thread::sleep_for(std::chrono::milliseconds(100 * (k + 1)));
+        }
+        CHECK(swept);
     }
     SECTION("never: only trim") {
         al::quickfit_heap<al::mmap_source, prompt<al::reclaim_policy::never>> h;
