@@ -379,12 +379,17 @@ private:
     // A pointer no heap of this library holds: glibc's when it lies in its
     // main heap (malloc/glibc_heap.hpp), else the program's mistake.
     [[gnu::noinline, gnu::cold]] static std::size_t usable_not_ours(const char* what, void* p) noexcept {
-        if (!detail::glibc_heap::owns(p)) invalid(what, p);
+        glibc_or_invalid(what, p);
         return detail::glibc_heap::usable(p);
     }
     [[gnu::noinline, gnu::cold]] static void* realloc_not_ours(void* p, std::size_t n) noexcept {
-        if (!detail::glibc_heap::owns(p)) invalid("realloc", p);
+        glibc_or_invalid("realloc", p);
         return detail::glibc_heap::realloc(p, n);
+    }
+    // The one test the three callers share: a pointer outside glibc's main
+    // heap is the program's mistake and ends it.
+    static void glibc_or_invalid(const char* what, const void* p) noexcept {
+        if (!detail::glibc_heap::owns(p)) invalid(what, p);
     }
     [[noreturn]] static void invalid(const char* what, const void* p) noexcept {
         detail::fail("allotheque malloc", "double free, or a pointer no heap handed out (interior or foreign)", what,
@@ -471,7 +476,7 @@ private:
     // would find they never return and keep the calls as calls), so that the
     // callers can jump to them.
     ALLOTHEQUE_DETAIL_OPAQUE [[gnu::cold]] static void refuse(void* p) noexcept {
-        if (!detail::glibc_heap::owns(p)) invalid("free", p);
+        glibc_or_invalid("free", p);
         detail::glibc_heap::free(p);
     }
     ALLOTHEQUE_DETAIL_OPAQUE [[gnu::cold]] static void refuse_double(void* p) noexcept {
