@@ -61,6 +61,9 @@ ALLOTHEQUE_DEFINE_MALLOC(${arg_DECLARATION});
   add_library(${target} SHARED $<TARGET_OBJECTS:${target}_objects>)
   target_link_libraries(${target} PRIVATE allotheque::allotheque Threads::Threads)
   # nodelete: a dlclose'd malloc would leave every block it handed out dangling.
-  target_link_options(${target} PRIVATE -fno-sanitize=all -Wl,--no-undefined -Wl,-z,nodelete)
+  # as-needed: libstdc++ only if the code needs it; the library's own does not
+  # (malloc/cxx_runtime.hpp), so a C program it is preloaded into skips
+  # loading libstdc++ at every exec.
+  target_link_options(${target} PRIVATE -fno-sanitize=all -Wl,--no-undefined -Wl,-z,nodelete -Wl,--as-needed)
   set_target_properties(${target} PROPERTIES OUTPUT_NAME ${arg_OUTPUT_NAME} LINKER_LANGUAGE CXX)
 endfunction()

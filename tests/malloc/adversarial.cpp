@@ -85,7 +85,9 @@
 //                            uninstalls itself (three calls), then throws
 //                            bad_alloc / returns NULL; under RLIMIT_AS, a
 //                            256 MiB new whose handler lifts the limit gets
-//                            its block on the retry, after one call
+//                            its block on the retry, after one call; a
+//                            handler that throws bad_alloc makes the nothrow
+//                            forms (new[], aligned new) return NULL
 //   Low memory (item 5; in forked children, so that RLIMIT_AS does not stay):
 //   rlimit_new_thread        at VmSize + 0..64 MiB, a new thread's first malloc
 //                            returns (a block or NULL) within 5 s, and the
@@ -1245,6 +1247,9 @@ int handler_calls = 0;
 void give_up_third_time() {
     if (++handler_calls == 3) std::set_new_handler(nullptr);
 }
+void throw_second_time() {
+    if (++handler_calls == 2) throw std::bad_alloc();
+}
 void lift_limit_handler() {
     ++handler_calls;
     rlimit rl;
@@ -1286,6 +1291,19 @@ int new_handler_case() {
         if (p) die("a 64 TiB operator new succeeded");
         if (handler_calls != 3) die("operator new did not call the new_handler until it uninstalled itself");
         if (std::get_new_handler() != nullptr) die("the handler is still installed");
+    }
+    // A handler that throws bad_alloc: the nothrow forms answer nullptr (the
+    // library finds the runtime's nothrow new to catch in, cxx_runtime.hpp).
+    for (const bool aligned : {false, true}) {
+        handler_calls = 0;
+        std::set_new_handler(throw_second_time);
+        void* p = aligned ? ::operator new(tib64, std::align_val_t{64}, std::nothrow)
+                          : ::operator new[](tib64, std::nothrow);
+        printf("operator new%s(nothrow, 64 TiB) with a handler that throws: %s after %d handler calls\n",
+               aligned ? "(align 64)" : "[]", p ? "a block" : "nullptr", handler_calls);
+        if (p) die("a 64 TiB nothrow operator new succeeded");
+        if (handler_calls != 2) die("the handler was not called until it threw");
+        std::set_new_handler(nullptr);
     }
     // A handler that finds memory: the retry must get the block. In a child,
     // as the other RLIMIT_AS cases.

@@ -1,10 +1,11 @@
 #!/bin/sh
 # Runs a real program under LD_PRELOAD=liballotheque_malloc.so and checks its
 # output (against the same run without the preload where that is meaningful).
-#   run_preload.sh CASE LIB MT_STRESS WORKDIR CMAKE
-# CASE: mt_stress | python | git | cmake | sort.  Exit 77 = skipped.
+#   run_preload.sh CASE LIB PROGRAM WORKDIR CMAKE
+# PROGRAM: allotheque_malloc_mt_stress (c_new for the c_runtime case).
+# CASE: mt_stress | python | git | cmake | sort | c_runtime.  Exit 77 = skipped.
 set -eu
-case_name=$1 lib=$2 mt=$3 work=$4 cmake=$5
+case_name=$1 lib=$2 mt=$3 work=$4 cmake=$5 program=$3
 
 if [ -n "${ALLOTHEQUE_MALLOC_SKIP:-}" ]; then
   echo "SKIP: $ALLOTHEQUE_MALLOC_SKIP"; exit 77
@@ -111,6 +112,27 @@ sort)
   pre sort -n -k1,1 "$dir/in.txt" | pre sort -c -n -k1,1
   cmp "$dir/plain.out" "$dir/pre.out" || { echo "FAIL: sort output differs"; exit 1; }
   wc -l < "$dir/pre.out" ;;
+
+c_runtime)
+  # A C program under the library (cat above, a shell pipeline here) loads no
+  # C++ runtime: optimized builds of the heaps without mapped tables name
+  # none (include/allotheque/malloc/cxx_runtime.hpp). CMake passes this case
+  # only for those.
+  if grep -q 'libstdc++' "$dir/maps"; then
+    grep 'libstdc++' "$dir/maps"; echo "FAIL: a C program under $lib loads libstdc++"; exit 1
+  fi
+  pre sh -c 'i=0; while [ $i -lt 2000 ]; do echo "line $i"; i=$((i + 1)); done | sort -k2,2n | tail -n 1; \
+             grep -c libstdc++ /proc/self/maps' > "$dir/out" || true
+  printf 'line 1999\n0\n' | cmp - "$dir/out" || { cat "$dir/out"; echo "FAIL: the pipeline's output"; exit 1; }
+  echo "no libstdc++ in a C program's maps"
+  # operator new called from C: served, and on failure, with no runtime to
+  # throw bad_alloc, the library's message and an abort.
+  rc=0
+  pre "$program" > "$dir/new.out" 2> "$dir/new.err" || rc=$?
+  cat "$dir/new.out" "$dir/new.err"
+  [ $rc -eq 134 ] || { echo "FAIL: expected an abort (134), got exit status $rc"; exit 1; }
+  grep -q '^operator new(64) from C: a block' "$dir/new.out" || { echo "FAIL: operator new(64) not served"; exit 1; }
+  grep -q 'no C++ runtime to throw std::bad_alloc' "$dir/new.err" || { echo "FAIL: not the library's message"; exit 1; } ;;
 
 *) echo "unknown case $case_name"; exit 2 ;;
 esac

@@ -23,6 +23,7 @@
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/detail/fail.hpp>
 #include <allotheque/detail/text_out.hpp>
+#include <allotheque/malloc/cxx_runtime.hpp>
 #include <allotheque/malloc/glibc_heap.hpp>
 #include <allotheque/malloc/thread_heaps.hpp>
 #include <allotheque/malloc_stats.h>
@@ -213,21 +214,39 @@ public:
         return new_failed(n, a);
     }
     // An allocation failed: the new_handler's turn, then another try, until
-    // one succeeds; bad_alloc when there is no handler.
+    // one succeeds; bad_alloc when there is no handler. The runtime's
+    // functions are looked up, not linked (malloc/cxx_runtime.hpp).
     [[gnu::noinline, gnu::cold]] static void* new_failed(std::size_t n, std::size_t a) {
         for (;;) {
-            std::new_handler nh = std::get_new_handler();
-            if (!nh) throw std::bad_alloc();
+            std::new_handler nh = detail::cxx_runtime::new_handler();
+            if (!nh) detail::cxx_runtime::throw_bad_alloc();
             nh();
             if (void* p = allocate(n, a)) return p;
         }
     }
     static void* new_nothrow(std::size_t n, std::size_t a) noexcept {
-        try {
-            return new_impl(n, a);
-        } catch (...) {
-            return nullptr;
+        if constexpr (!block_heap) {
+            if (void* p = allocate_cached(n, a)) [[likely]]
+                return p;
+            if (void* p = allocate_missed(n, a, false)) return p;
+        } else {
+            if (void* p = allocate(n, a)) [[likely]]
+                return p;
         }
+        return new_nothrow_failed(n, a);
+    }
+    // With a handler installed, the runtime's nothrow new runs our throwing
+    // one and catches. Without such a function after ours (a static link),
+    // the handler loop runs here and a handler that throws ends the program.
+    [[gnu::noinline, gnu::cold]] static void* new_nothrow_failed(std::size_t n, std::size_t a) noexcept {
+        if (!detail::cxx_runtime::new_handler()) return nullptr;
+        void* p = nullptr;
+        if (detail::cxx_runtime::next_nothrow_new(n, a > min_align ? a : 0, p)) return p;
+        while (std::new_handler nh = detail::cxx_runtime::new_handler()) {
+            nh();
+            if (void* q = allocate(n, a)) return q;
+        }
+        return nullptr;
     }
 
     // Bytes every thread heap holds from the system (spans, cached pages, records).

@@ -40,6 +40,7 @@
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/detail/fork_guard.hpp>
 #include <allotheque/detail/immortal.hpp>
+#include <allotheque/detail/os_mutex.hpp>
 #include <allotheque/sources/mmap_source.hpp>
 #include <allotheque/sources/source.hpp>
 
@@ -126,7 +127,7 @@ private:
     static void postfork(detail::fork_member*) noexcept { shared().lock.unlock(); }
 
     struct state {
-        std::mutex lock;
+        detail::os_mutex lock;
         backend::range_set free;
         backend::record_pool<backend::span> records;
         mmap_source meta;

@@ -26,6 +26,7 @@
 #include <allotheque/backend/record_pool.hpp>
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/detail/immortal.hpp>
+#include <allotheque/detail/os_mutex.hpp>
 #include <allotheque/sources/mmap_source.hpp>
 #include <allotheque/sources/source.hpp>
 
@@ -96,7 +97,7 @@ public:
 
 private:
     struct state {
-        std::mutex lock;
+        detail::os_mutex lock;
         std::uintptr_t base = 0, top = 0;   // what this process took with sbrk
         bool exhausted = false;
         backend::range_set free;
