@@ -5,7 +5,7 @@
 # PROGRAM: allotheque_malloc_mt_stress (c_new for the c_runtime case).
 # CASE: mt_stress | python | git | cmake | sort | c_runtime.  Exit 77 = skipped.
 set -eu
-case_name=$1 lib=$2 mt=$3 work=$4 cmake=$5 program=$3
+case_name=$1 lib=$2 program=$3 work=$4 cmake=$5
 
 if [ -n "${ALLOTHEQUE_MALLOC_SKIP:-}" ]; then
   echo "SKIP: $ALLOTHEQUE_MALLOC_SKIP"; exit 77
@@ -27,7 +27,7 @@ grep -qF "$(basename "$lib")" "$dir/maps" || { echo "FAIL: $lib not in /proc/sel
 
 case $case_name in
 mt_stress)
-  pre "$mt" "${ALLOTHEQUE_MALLOC_OPS:-4000000}" 16 ;;
+  pre "$program" "${ALLOTHEQUE_MALLOC_OPS:-4000000}" 16 ;;
 
 python)
   command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
