@@ -224,15 +224,11 @@ public:
             if (void* p = allocate(n, a)) return p;
         }
     }
+    // No handler loop here, so malloc's own path serves: no frame to keep
+    // small by splitting the fast path off as new_impl does.
     static void* new_nothrow(std::size_t n, std::size_t a) noexcept {
-        if constexpr (!block_heap) {
-            if (void* p = allocate_cached(n, a)) [[likely]]
-                return p;
-            if (void* p = allocate_missed(n, a, false)) return p;
-        } else {
-            if (void* p = allocate(n, a)) [[likely]]
-                return p;
-        }
+        if (void* p = allocate(n, a)) [[likely]]
+            return p;
         return new_nothrow_failed(n, a);
     }
     // With a handler installed, the runtime's nothrow new runs our throwing
