@@ -172,7 +172,8 @@ def compiler_of(bdir):
         with open(os.path.join(bdir, "CMakeCache.txt")) as f:
             cache = dict(line.split("=", 1) for line in f.read().splitlines() if "=" in line and
                          not line.startswith(("#", "//")))
-        cxx = cache.get("CMAKE_CXX_COMPILER:FILEPATH") or cache.get("CMAKE_CXX_COMPILER:STRING")
+        # Its type is FILEPATH, STRING, or UNINITIALIZED where -DCMAKE_CXX_COMPILER=g++ named it.
+        cxx = next(v for k, v in cache.items() if k.startswith("CMAKE_CXX_COMPILER:"))
         flags = " ".join(x for x in (cache.get("CMAKE_CXX_FLAGS:STRING", ""), cache.get(
             "CMAKE_CXX_FLAGS_{}:STRING".format(cache.get("CMAKE_BUILD_TYPE:STRING", "").upper()), "")) if x)
         version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
