@@ -28,11 +28,15 @@ inline std::uint64_t read_free_mark_key() noexcept {
     }
     return k | 1;
 }
-// Read once at static initialisation, then a plain load on every free (no
-// guard). A free before that (a constructor that runs earlier) marks with the
-// zero-initialised key: such a mark matches no later check, so at worst a
-// double free of that one block goes unnoticed — never a false alarm.
-inline const std::uint64_t free_mark_key_value = read_free_mark_key();
+// Read once at start-up, then a plain load on every free (no guard). A free
+// before that (a constructor that runs earlier) marks with the zero key: such
+// a mark matches no later check, so at worst a double free of that one block
+// goes unnoticed — never a false alarm. Set by a constructor function, not an
+// initialiser: clang guards an inline variable's dynamic initialisation with
+// __cxa_guard_acquire, which would make the malloc libraries need libstdc++.
+// Every translation unit's copy of the function stores the same value.
+inline constinit std::uint64_t free_mark_key_value = 0;
+[[gnu::constructor]] static void set_free_mark_key() noexcept { free_mark_key_value = read_free_mark_key(); }
 inline std::uint64_t free_mark_key() noexcept { return free_mark_key_value; }
 
 template <std::size_t Offset>
