@@ -1,6 +1,6 @@
 # allotheque_add_malloc(<target>
 #     { DECLARATION <C++ type> HEADER <header> | SOURCES <file.cpp>... }
-#     [OUTPUT_NAME <name>])
+#     [OUTPUT_NAME <name>] [EXCEPTIONS])
 #
 # Builds a malloc declared with allotheque (include/allotheque/malloc.hpp) as
 #   <target>          a shared library, lib<name>.so, to LD_PRELOAD or link;
@@ -11,6 +11,15 @@
 # <allotheque/malloc.hpp> and HEADER, then ALLOTHEQUE_DEFINE_MALLOC(<type>).
 # SOURCES: your own file(s), one of which calls ALLOTHEQUE_DEFINE_MALLOC.
 #
+# The code is built without exceptions (-fno-exceptions) unless EXCEPTIONS is
+# given: the malloc throws nothing itself (operator new's bad_alloc is the C++
+# runtime's, reached through malloc/cxx_runtime.hpp; a heap table that cannot
+# be mapped fails that thread's malloc with ENOMEM, detail/mapped_array.hpp),
+# so a C program it is preloaded into never loads libstdc++. Give EXCEPTIONS
+# where your own code in the library throws or catches. Unwind tables stay
+# either way, so that a bad_alloc thrown by the runtime or by a new_handler
+# passes through operator new's frames.
+#
 # A malloc replacement cannot run under ASan/TSan (they interpose malloc
 # themselves), so the targets are built with -fno-sanitize=all whatever the
 # build's flags, and with the compiler's malloc built-ins off (it would
@@ -19,7 +28,7 @@ include_guard(GLOBAL)
 find_package(Threads REQUIRED)
 
 function(allotheque_add_malloc target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DECLARATION;HEADER;OUTPUT_NAME" "SOURCES")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "EXCEPTIONS" "DECLARATION;HEADER;OUTPUT_NAME" "SOURCES")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "allotheque_add_malloc(${target}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -52,7 +61,10 @@ ALLOTHEQUE_DEFINE_MALLOC(${arg_DECLARATION});
   target_link_libraries(${target}_objects PUBLIC allotheque::allotheque Threads::Threads)
   target_compile_features(${target}_objects PUBLIC cxx_std_20)
   target_compile_options(${target}_objects PRIVATE
-    -fno-sanitize=all -fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc)
+    -fno-sanitize=all -fno-builtin-malloc -fno-builtin-free -fno-builtin-calloc -fno-builtin-realloc -funwind-tables)
+  if(NOT arg_EXCEPTIONS)
+    target_compile_options(${target}_objects PRIVATE -fno-exceptions)
+  endif()
   set_target_properties(${target}_objects PROPERTIES
     POSITION_INDEPENDENT_CODE ON
     CXX_VISIBILITY_PRESET hidden
@@ -61,9 +73,8 @@ ALLOTHEQUE_DEFINE_MALLOC(${arg_DECLARATION});
   add_library(${target} SHARED $<TARGET_OBJECTS:${target}_objects>)
   target_link_libraries(${target} PRIVATE allotheque::allotheque Threads::Threads)
   # nodelete: a dlclose'd malloc would leave every block it handed out dangling.
-  # as-needed: libstdc++ only if the code needs it; the library's own does not
-  # (malloc/cxx_runtime.hpp), so a C program it is preloaded into skips
-  # loading libstdc++ at every exec.
+  # as-needed: libstdc++ only if the code needs it (see EXCEPTIONS above), so
+  # a C program it is preloaded into skips loading libstdc++ at every exec.
   target_link_options(${target} PRIVATE -fno-sanitize=all -Wl,--no-undefined -Wl,-z,nodelete -Wl,--as-needed)
   set_target_properties(${target} PROPERTIES OUTPUT_NAME ${arg_OUTPUT_NAME} LINKER_LANGUAGE CXX)
 endfunction()

@@ -5,10 +5,20 @@
 #include <sys/mman.h>
 
 #include <cstddef>
-#include <new>
 #include <utility>
 
+#include <allotheque/detail/bad_alloc.hpp>
+
 namespace allotheque::detail {
+
+#if !__cpp_exceptions
+// Built without exceptions (the shipped malloc libraries are, so that a C
+// program they are preloaded into need not load libstdc++), a failed mapping
+// has no bad_alloc to throw. A builder that can answer one (thread_registry's
+// make: that thread's malloc returns NULL) points this at a flag, and the
+// array stays empty; with none, the failure is throw_bad_alloc's abort.
+inline constinit thread_local bool* mapping_failed [[gnu::tls_model("initial-exec")]] = nullptr;
+#endif
 
 template <class T>
 class mapped_array {
@@ -17,7 +27,16 @@ public:
     explicit mapped_array(std::size_t count) : count_(count) {
         if (count == 0) return;
         void* p = ::mmap(nullptr, bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) throw std::bad_alloc();
+        if (p == MAP_FAILED) [[unlikely]] {
+#if !__cpp_exceptions
+            if (mapping_failed) {
+                *mapping_failed = true;
+                count_ = 0;
+                return;
+            }
+#endif
+            throw_bad_alloc();
+        }
         data_ = static_cast<T*>(p);
     }
     mapped_array(const mapped_array&) = delete;

@@ -42,6 +42,7 @@
 #include <allotheque/detail/batch_pool.hpp>
 #include <allotheque/detail/bits.hpp>
 #include <allotheque/detail/fork_guard.hpp>
+#include <allotheque/detail/mapped_array.hpp>
 #include <allotheque/detail/remote_list.hpp>
 #include <allotheque/detail/remote_outbox.hpp>
 #include <allotheque/detail/thread_binding.hpp>
@@ -345,7 +346,27 @@ private:
         s->orphaned.store(true, std::memory_order_release);
     }
 
-    // A new slot, outside the lock (H's constructor may map tables and throw).
+    // A slot built in m, or nullptr where a table of its heap could not be
+    // mapped: bad_alloc, or without exceptions mapped_array's flag.
+    static slot* construct(void* m) noexcept {
+#if __cpp_exceptions
+        try {
+            return ::new (m) slot();
+        } catch (...) {
+            return nullptr;
+        }
+#else
+        bool failed = false;
+        mapping_failed = &failed;
+        slot* s = ::new (m) slot();
+        mapping_failed = nullptr;
+        if (!failed) return s;
+        s->~slot();
+        return nullptr;
+#endif
+    }
+
+    // A new slot, outside the lock (H's constructor may map tables).
     slot* make() noexcept {
         void* m = nullptr;
         pthread_mutex_lock(&lock_);
@@ -358,10 +379,8 @@ private:
             m = ::mmap(nullptr, slot_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
             if (m == MAP_FAILED) return nullptr;
         }
-        slot* s = nullptr;
-        try {
-            s = ::new (m) slot();
-        } catch (...) {   // the heap's tables could not be mapped
+        slot* s = construct(m);
+        if (!s) {   // the heap's tables could not be mapped
             pthread_mutex_lock(&lock_);
             auto* sp = static_cast<spare_slot*>(m);
             sp->next = spare_;

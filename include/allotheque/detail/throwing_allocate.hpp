@@ -3,15 +3,10 @@
 #ifndef ALLOTHEQUE_DETAIL_THROWING_ALLOCATE_HPP
 #define ALLOTHEQUE_DETAIL_THROWING_ALLOCATE_HPP
 
-#include <new>
-
 #include "../request.hpp"
+#include "bad_alloc.hpp"
 
 namespace allotheque::detail {
-
-// The throw lives out of line: inlined, it would keep the caller's request in
-// memory and its registers saved on every allocation, not only on failure.
-[[noreturn, gnu::noinline, gnu::cold]] inline void throw_bad_alloc() { throw std::bad_alloc(); }
 
 // CRTP base: Derived provides `void* try_allocate(const R&) noexcept`.
 // Forced inline: left to the compiler, this wrapper around an always-inline

@@ -60,6 +60,7 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
+#include <allotheque/detail/bad_alloc.hpp>
 #include <allotheque/layers/heap_concept.hpp>
 #include <allotheque/layers/layer.hpp>
 #include <allotheque/request.hpp>
@@ -163,7 +164,8 @@ public:
     template <request_like R = request>
     [[nodiscard]] void* allocate(const R& r, source_location loc = allotheque::layers::source_location::current()) {
         void* p = try_allocate(r, loc);
-        if (!p) throw std::bad_alloc();
+        if (!p) [[unlikely]]
+            allotheque::detail::throw_bad_alloc();
         return p;
     }
     template <request_like R = request>

@@ -22,6 +22,7 @@
 #include <new>
 #include <utility>
 
+#include <allotheque/detail/bad_alloc.hpp>
 #include <allotheque/layers/heap_concept.hpp>
 #include <allotheque/request.hpp>
 
@@ -63,7 +64,8 @@ public:
     [[nodiscard]] void* allocate(const R& r, layer_base_only = {}) {
         if constexpr (!keeps_try_allocate<Derived>) {
             void* p = derived().try_allocate(r);
-            if (!p) throw std::bad_alloc();
+            if (!p) [[unlikely]]
+                allotheque::detail::throw_bad_alloc();
             return p;
         } else {
             return parent_.allocate(r);
