@@ -99,10 +99,12 @@
 //                            of the first two's arena kept its address space]
 //   glibc_main_heap          blocks of glibc's own malloc (__libc_malloc,
 //                            __libc_calloc, __libc_memalign: what a library
-//                            opened with RTLD_DEEPBIND calls) used, resized
+//                            opened with RTLD_DEEPBIND calls), in its main
+//                            heap and mapped (up to 3 MiB), used, resized
 //                            and freed through the interposed malloc_usable_size,
 //                            realloc and free, contents checked [0249445: all
-//                            seven abort as a foreign pointer]
+//                            seven abort as a foreign pointer; the mapped ones:
+//                            7792c69, the same]
 //   rlimit_data              RLIMIT_DATA 256 MiB above the start: 1 MiB
 //                            blocks until NULL (ENOMEM) are at least 160,
 //                            and 95 % of them again, five times, after they
@@ -1429,8 +1431,11 @@ int glibc_main_heap() {
     for (int round = 0; round < 20; ++round) {
         std::vector<std::pair<void*, size_t>> blocks;
         for (int i = 0; i < 200; ++i) {
-            const size_t n = r.size(1, 60000);
-            void* p = i % 7 == 3 ? __libc_memalign(64, n) : i % 5 == 1 ? __libc_calloc(1, n) : __libc_malloc(n);
+            // One in eleven above glibc's mmap threshold (128 KiB at the
+            // start; glibc raises it as such blocks are freed): mapped chunks.
+            const size_t n = i % 11 == 4 ? r.size(140000, 3 << 20) : r.size(1, 60000);
+            void* p = i % 7 == 3 ? __libc_memalign(i % 2 ? 64 : 8192, n)
+                      : i % 5 == 1 ? __libc_calloc(1, n) : __libc_malloc(n);
             if (!p) die("glibc's malloc failed");
             if (i % 5 == 1 && i % 7 != 3)
                 for (size_t k = 0; k < n; ++k)

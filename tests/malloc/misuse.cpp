@@ -14,6 +14,8 @@
 //                        address free's page map lookup takes modulo 2^48
 //                        (onto p's own entry), that must still be refused
 //   foreign_stack / foreign_global / foreign_mmap   free of memory no heap gave
+//   foreign_mapped_header  free of a mapping's byte 16, after a header with
+//                        glibc's mapped-chunk bit and a length off page bounds
 //   usable_foreign       malloc_usable_size of a stack address
 //   realloc_foreign      realloc of a global's address
 // Must succeed and print "OK ..." (exit 0):
@@ -334,6 +336,13 @@ int main(int argc, char** argv) {
     } else if (c == "foreign_mmap") {
         void* m = mmap(nullptr, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         free(static_cast<char*>(m) + 4096);
+    } else if (c == "foreign_mapped_header") {
+        // Where glibc's large blocks keep their header, one that is not
+        // glibc's: the mapped bit set, a length off page boundaries.
+        void* m = mmap(nullptr, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        const size_t head[2] = {0, 4096 + 100 + 2};
+        memcpy(m, head, sizeof head);
+        free(static_cast<char*>(m) + 16);
     } else if (c == "usable_foreign") {
         alignas(64) char local[256];
         sink = local;
