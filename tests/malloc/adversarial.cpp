@@ -100,7 +100,8 @@
 //   glibc_main_heap          blocks of glibc's own malloc (__libc_malloc,
 //                            __libc_calloc, __libc_memalign: what a library
 //                            opened with RTLD_DEEPBIND calls), in its main
-//                            heap and mapped (up to 3 MiB), used, resized
+//                            heap, mapped (up to 3 MiB) and in the arenas of
+//                            other threads, used, resized
 //                            and freed through the interposed malloc_usable_size,
 //                            realloc and free, contents checked [0249445: all
 //                            seven abort as a foreign pointer; the mapped ones:
@@ -1463,6 +1464,39 @@ int glibc_main_heap() {
                     if (c[k] != pat(p, k)) die("realloc of a glibc block lost its contents");
                 free(q);
             }
+            }
+        }
+    }
+    // Blocks of glibc's other arenas: what a plugin's threads allocate. Each
+    // thread's first __libc_malloc gets it an arena of its own; the blocks
+    // are checked, resized and freed by the main thread.
+    for (int round = 0; round < 4; ++round) {
+        std::vector<std::pair<void*, size_t>> blocks;
+        std::thread t([&] {
+            for (int i = 0; i < 300; ++i) {
+                const size_t n = r.size(1, 20000);
+                void* p = i % 3 == 1 ? __libc_calloc(1, n) : __libc_malloc(n);
+                if (!p) die("glibc's malloc failed in a thread");
+                const size_t u = malloc_usable_size(p);
+                if (u < n) die("malloc_usable_size of a glibc arena block below its size");
+                stamp(p, u, u);
+                blocks.emplace_back(p, u);
+            }
+        });
+        t.join();
+        for (size_t i = 0; i < blocks.size(); ++i) {
+            auto& [p, u] = blocks[i];
+            check(p, u, u, "a glibc arena block changed");
+            if (malloc_usable_size(p) != u) die("malloc_usable_size of a glibc arena block changed");
+            if (i % 3 == 2) {
+                void* q = realloc(p, u + 5000);
+                if (!q) die("realloc of a glibc arena block failed");
+                const auto* c = static_cast<const unsigned char*>(q);
+                for (size_t k = 0; k < u; ++k)
+                    if (c[k] != pat(p, k)) die("realloc of a glibc arena block lost its contents");
+                free(q);
+            } else {
+                free(p);
             }
         }
     }

@@ -16,6 +16,10 @@
 //   foreign_stack / foreign_global / foreign_mmap   free of memory no heap gave
 //   foreign_mapped_header  free of a mapping's byte 16, after a header with
 //                        glibc's mapped-chunk bit and a length off page bounds
+//   foreign_arena_header free of a chunk with glibc's other-arena bit in a
+//                        64 MiB-aligned mapping whose heap header names an
+//                        arena in the next 64 MiB, whose header does not
+//                        name it
 //   usable_foreign       malloc_usable_size of a stack address
 //   realloc_foreign      realloc of a global's address
 // Must succeed and print "OK ..." (exit 0):
@@ -343,6 +347,21 @@ int main(int argc, char** argv) {
         const size_t head[2] = {0, 4096 + 100 + 2};
         memcpy(m, head, sizeof head);
         free(static_cast<char*>(m) + 16);
+    } else if (c == "foreign_arena_header") {
+        // Where glibc's other arenas keep a heap's header, at a 64 MiB
+        // boundary, one that is not glibc's: its arena pointer names memory
+        // that does not name itself back.
+        const size_t align = size_t{64} << 20;
+        // A second heap's: an arena in the first heap of its own would name
+        // itself by construction.
+        auto* m = static_cast<char*>(
+            mmap(nullptr, 3 * align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+        char* heap = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(m) + align - 1) & ~(align - 1));
+        const uintptr_t info[3] = {reinterpret_cast<uintptr_t>(heap) + align + 48, 0, 1 << 20};
+        memcpy(heap, info, sizeof info);
+        const size_t head[2] = {0, 256 | 4 | 1};
+        memcpy(heap + 4096, head, sizeof head);
+        free(heap + 4096 + 16);
     } else if (c == "usable_foreign") {
         alignas(64) char local[256];
         sink = local;

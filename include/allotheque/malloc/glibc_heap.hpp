@@ -14,9 +14,17 @@
 // glibc's free applies before it unmaps one (the chunk's IS_MMAPPED bit, its
 // start and length on page boundaries), after mincore says the header's page
 // is mapped: a pointer that passes is one glibc's free would unmap too.
-// glibc's other arenas (small blocks a plugin's threads allocate) are not
-// recognised: telling their heaps from other memory means trusting a pointer
-// read from an address the page map knows nothing of. Those still abort.
+// Small blocks a plugin's threads allocate lie in glibc's other arenas,
+// whose heaps are 64 MiB-aligned mappings that begin with a heap_info
+// naming their arena (glibc's own free finds the arena that way): a chunk
+// with the NON_MAIN_ARENA bit is taken for glibc's when the heap_info at its
+// 64 MiB boundary names an arena 32 to 64 bytes past a 64 MiB boundary (an
+// arena lives in its first heap, just past the heap_info) whose heap_info
+// names that arena too, and the chunk lies inside the heap's current size.
+// In an arena's first heap this is a word at the boundary pointing just past
+// itself: a signature a stray pointer meets only in memory laid out like
+// glibc's. Every page read is first checked mapped (mincore). Anything else
+// aborts as a foreign pointer.
 #pragma once
 #include <sys/mman.h>
 #include <unistd.h>
@@ -40,7 +48,9 @@ struct glibc_heap {
     static inline constinit std::atomic<char*> start{nullptr};
     static void note_start() noexcept { start.store(static_cast<char*>(::sbrk(0)), std::memory_order_relaxed); }
 
-    [[nodiscard]] static bool owns(const void* p) noexcept { return in_main_heap(p) || is_mapped_chunk(p); }
+    [[nodiscard]] static bool owns(const void* p) noexcept {
+        return in_main_heap(p) || is_mapped_chunk(p) || in_other_arena(p);
+    }
     [[nodiscard]] static bool in_main_heap(const void* p) noexcept {
         const char* q = static_cast<const char*>(p);
         const char* s = start.load(std::memory_order_relaxed);
@@ -55,15 +65,44 @@ struct glibc_heap {
     [[nodiscard]] static bool is_mapped_chunk(const void* p) noexcept {
         const auto a = reinterpret_cast<std::uintptr_t>(p);
         const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-        if (a % 16 != 0 || a < 16) return false;
-        unsigned char resident;   // the header's 16 bytes share one page
-        if (::mincore(reinterpret_cast<void*>((a - 16) & ~(page - 1)), 1, &resident) != 0) return false;
+        if (a % 16 != 0 || a < 16 || !mapped(a - 16)) return false;   // the header's 16 bytes share one page
         std::size_t head[2];
         std::memcpy(head, reinterpret_cast<const void*>(a - 16), sizeof head);
         if (!(head[1] & is_mmapped) || head[0] > a - 16) return false;
         const std::uintptr_t block = a - 16 - head[0];
         const std::size_t total = head[0] + (head[1] & ~std::size_t{7});
         return (block | total) % page == 0 && total != 0;
+    }
+    // heap_info's first and third words (arena, size) in every glibc since
+    // 2.26; the heaps' alignment is HEAP_MAX_SIZE, 64 MiB on 64-bit (unless
+    // glibc.malloc.hugetlb asks for huge pages: then not recognised).
+    static constexpr std::uintptr_t heap_max_size = std::uintptr_t{64} << 20;
+    static constexpr std::size_t non_main_arena = 4;
+    static constexpr std::uintptr_t heap_info_max_bytes = 64;
+    [[nodiscard]] static bool in_other_arena(const void* p) noexcept {
+        const auto a = reinterpret_cast<std::uintptr_t>(p);
+        if (a % 16 != 0 || a < heap_max_size) return false;
+        const std::uintptr_t chunk = a - 16, heap = chunk & ~(heap_max_size - 1);
+        if (!mapped(chunk) || !mapped(heap)) return false;
+        std::size_t size;
+        std::memcpy(&size, reinterpret_cast<const void*>(chunk + 8), sizeof size);
+        if ((size & (non_main_arena | is_mmapped)) != non_main_arena) return false;
+        std::uintptr_t info[3];   // arena, previous heap, size
+        std::memcpy(info, reinterpret_cast<const void*>(heap), sizeof info);
+        if (chunk < heap + heap_info_max_bytes || chunk + (size & ~std::size_t{7}) > heap + info[2] ||
+            info[2] > heap_max_size)
+            return false;
+        const std::uintptr_t arena = info[0], first = arena & ~(heap_max_size - 1);
+        if (arena - first < 32 || arena - first > heap_info_max_bytes) return false;
+        if (first != heap && !mapped(first)) return false;
+        std::uintptr_t named;
+        std::memcpy(&named, reinterpret_cast<const void*>(first), sizeof named);
+        return named == arena;
+    }
+    [[nodiscard]] static bool mapped(std::uintptr_t a) noexcept {
+        const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+        unsigned char resident;
+        return ::mincore(reinterpret_cast<void*>(a & ~(page - 1)), 1, &resident) == 0;
     }
     static void free(void* p) noexcept { ::__libc_free(p); }
     static void* realloc(void* p, std::size_t n) noexcept { return ::__libc_realloc(p, n); }

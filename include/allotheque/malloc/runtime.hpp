@@ -5,7 +5,7 @@
 // Bad input: free/realloc/malloc_usable_size of a pointer no heap handed out
 // (stack, globals, another mmap, an interior pointer) and a double free abort
 // with a message on stderr; nothing is handed out twice. Blocks of glibc's
-// main heap and its mapped blocks go back to glibc (malloc/glibc_heap.hpp).
+// own malloc go back to glibc (malloc/glibc_heap.hpp).
 // Errors: every allocation failure sets errno = ENOMEM (EINVAL for a bad
 // alignment where POSIX says so). operator new loops on the new_handler and
 // throws std::bad_alloc; the nothrow forms return nullptr. calloc skips
@@ -391,9 +391,8 @@ private:
         return r;
     }
 
-    // A pointer no heap of this library holds: glibc's when it lies in its
-    // main heap or is one of its mapped chunks (malloc/glibc_heap.hpp), else
-    // the program's mistake.
+    // A pointer no heap of this library holds: glibc's when glibc_heap
+    // recognises it (malloc/glibc_heap.hpp), else the program's mistake.
     [[gnu::noinline, gnu::cold]] static std::size_t usable_not_ours(const char* what, void* p) noexcept {
         glibc_or_invalid(what, p);
         return detail::glibc_heap::usable(p);
