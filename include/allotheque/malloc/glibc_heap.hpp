@@ -86,7 +86,7 @@ struct glibc_heap {
         if (!mapped(chunk) || !mapped(heap)) return false;
         std::size_t size;
         std::memcpy(&size, reinterpret_cast<const void*>(chunk + 8), sizeof size);
-        if ((size & (non_main_arena | is_mmapped)) != non_main_arena) return false;
+        if ((size & (non_main_arena | is_mmapped)) != non_main_arena || size > heap_max_size) return false;
         std::uintptr_t info[3];   // arena, previous heap, size
         std::memcpy(info, reinterpret_cast<const void*>(heap), sizeof info);
         if (chunk < heap + heap_info_max_bytes || chunk + (size & ~std::size_t{7}) > heap + info[2] ||
