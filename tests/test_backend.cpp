@@ -11,6 +11,7 @@
 
 #include <allotheque/allocators/kingsley.hpp>
 #include <allotheque/allocators/lea.hpp>
+#include <allotheque/allocators/medius.hpp>
 #include <allotheque/allocators/quickfit.hpp>
 #include <allotheque/allocators/segregated.hpp>
 #include <allotheque/allocators/velox.hpp>
@@ -18,6 +19,7 @@
 #include <allotheque/backend/range_set.hpp>
 #include <allotheque/backend/record_pool.hpp>
 #include <allotheque/backend/span_pool.hpp>
+#include <allotheque/detail/bad_alloc.hpp>
 #include <allotheque/layers/layer.hpp>
 #include <allotheque/layers/locked.hpp>
 #include <allotheque/sources/arena_source.hpp>
@@ -386,6 +388,63 @@ TEST_CASE("page_map: under an address-space limit, the map takes a window and wo
         if (w > 27 || (std::size_t{8} << w) > limit / 64) ::_exit(7);
     });
     INFO("child exit status (1: set refused; 2: no window; 3: lookups; 7: window too large; 4-6: set-up)");
+    CHECK(status == 0);
+}
+#endif
+
+#if !defined(__SANITIZE_THREAD__)
+// Velox and Medius map their class tables when the heap is built
+// (detail/mapped_array.hpp): with no address space left, the constructor
+// throws bad_alloc and nothing is left mapped or held; once the limit is
+// lifted, a heap is built and serves.
+TEMPLATE_TEST_CASE("heap: a class table that cannot be mapped makes the constructor throw bad_alloc",
+                   "[backend][bad_input]", al::velox_heap<>, al::medius_heap<>) {
+    const int status = exit_status_in_child([] {
+        // One bad_alloc thrown and caught first: the exception's own
+        // allocation (the sanitizers' malloc included) then needs no new
+        // mapping under the limit.
+        try {
+            al::detail::throw_bad_alloc();
+        } catch (const std::bad_alloc&) {
+        }
+        rlimit old{};
+        if (::getrlimit(RLIMIT_AS, &old) != 0) ::_exit(5);
+        alignas(TestType) static std::byte storage[sizeof(TestType)];
+        // Margins of 0, 64 KiB, 128 KiB ... above the mapped total, up to the
+        // first at which the heap is built: below it some tables may map
+        // before one fails, and those must be unmapped again.
+        int refused = 0;
+        for (rlim_t margin = 0;; margin += 64 << 10) {
+            const unsigned long long vm_kib = vm_size_kib();
+            if (vm_kib == 0) ::_exit(4);
+            const rlimit rl{static_cast<rlim_t>(vm_kib) * 1024 + margin, old.rlim_max};
+            if (::setrlimit(RLIMIT_AS, &rl) != 0) ::_exit(5);
+            bool threw = false;
+            try {
+                ::new (storage) TestType();
+            } catch (const std::bad_alloc&) {
+                threw = true;
+            }
+            if (!threw) {
+                std::launder(reinterpret_cast<TestType*>(storage))->~TestType();
+                if (vm_size_kib() != vm_kib) ::_exit(6);   // the built heap's tables not unmapped
+                break;
+            }
+            ++refused;
+            if (vm_size_kib() != vm_kib) ::_exit(2);   // a table of the failed build left mapped
+            if (margin > rlim_t{1} << 30) ::_exit(7);
+        }
+        if (refused == 0) ::_exit(1);
+        if (::setrlimit(RLIMIT_AS, &old) != 0) ::_exit(5);
+        auto* h = ::new (storage) TestType();
+        void* p = h->allocate(al::request{100});
+        if (!p) ::_exit(3);
+        std::memset(p, 0x5a, 100);
+        h->deallocate(p);
+        h->~TestType();
+    });
+    INFO("child exit status (1: no bad_alloc; 2: a table left mapped; 3: no block after the limit; 6: tables not "
+         "unmapped; 7: no heap within 1 GiB; 4-5: set-up)");
     CHECK(status == 0);
 }
 #endif
