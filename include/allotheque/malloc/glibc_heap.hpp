@@ -64,14 +64,13 @@ struct glibc_heap {
     static constexpr std::size_t is_mmapped = 2;
     [[nodiscard]] static bool is_mapped_chunk(const void* p) noexcept {
         const auto a = reinterpret_cast<std::uintptr_t>(p);
-        const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
         if (a % 16 != 0 || a < 16 || !mapped(a - 16)) return false;   // the header's 16 bytes share one page
         std::size_t head[2];
         std::memcpy(head, reinterpret_cast<const void*>(a - 16), sizeof head);
         if (!(head[1] & is_mmapped) || head[0] > a - 16) return false;
         const std::uintptr_t block = a - 16 - head[0];
         const std::size_t total = head[0] + (head[1] & ~std::size_t{7});
-        return (block | total) % page == 0 && total != 0;
+        return (block | total) % kernel_page() == 0 && total != 0;
     }
     // heap_info's first and third words (arena, size) in every glibc since
     // 2.26; the heaps' alignment is HEAP_MAX_SIZE, 64 MiB on 64-bit (unless
@@ -100,9 +99,14 @@ struct glibc_heap {
         return named == arena;
     }
     [[nodiscard]] static bool mapped(std::uintptr_t a) noexcept {
-        const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
         unsigned char resident;
-        return ::mincore(reinterpret_cast<void*>(a & ~(page - 1)), 1, &resident) == 0;
+        return ::mincore(reinterpret_cast<void*>(a & ~(kernel_page() - 1)), 1, &resident) == 0;
+    }
+    // glibc's mapped chunks and mincore go by the kernel's page, which
+    // detail::page_size (the library's unit, 4 KiB) need not be. Asked each
+    // time: these paths are cold, and a cached static would need a guard.
+    [[nodiscard]] static std::uintptr_t kernel_page() noexcept {
+        return static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
     }
     static void free(void* p) noexcept { ::__libc_free(p); }
     static void* realloc(void* p, std::size_t n) noexcept { return ::__libc_realloc(p, n); }
