@@ -621,6 +621,97 @@ TEST_CASE("arena_source: a range grows into the free pages after it, within its 
     CHECK(al::arena_source::handed_out_bytes() == held - 32 * page);
 }
 
+TEST_CASE("arena_source: move takes a range's pages to a mapping of their own", "[backend][sources]") {
+    al::arena_source s;
+    const std::size_t n = 64 * page, m = 160 * page;
+    auto* a = static_cast<std::byte*>(s.allocate(n, nullptr));
+    auto* after = static_cast<std::byte*>(s.allocate(16 * page, nullptr));   // a's pages cannot grow in place
+    REQUIRE(a);
+    REQUIRE(after);
+    for (std::size_t i = 0; i < n; i += 64) a[i] = static_cast<std::byte>(i / 64 * 7 + 1);
+    const std::size_t held = al::arena_source::handed_out_bytes();
+    auto* to = static_cast<std::byte*>(s.allocate_apart(m));
+    REQUIRE(to);
+    CHECK(al::arena_source::handed_out_bytes() == held + m);
+    CHECK(!s.move(a, n, to, n - page));   // smaller than the range
+    CHECK(s.move(a, n, to, m));
+    CHECK(al::arena_source::handed_out_bytes() == held + m - n);   // `a` taken back
+    bool same = true, zero = true;
+    for (std::size_t i = 0; i < n; i += 64) same = same && to[i] == static_cast<std::byte>(i / 64 * 7 + 1);
+    for (std::size_t i = n; i < m; i += 64) zero = zero && to[i] == std::byte{0};
+    CHECK(same);
+    CHECK(zero);
+    std::memset(to, 3, m);   // all of it ours to write
+    // `a`'s addresses are the arena's free space again (mapped anew, zero).
+    auto* again = static_cast<std::byte*>(s.allocate(n, nullptr));
+    REQUIRE(again);
+    if (again == a) CHECK(a[0] == std::byte{0});
+    std::memset(again, 4, n);
+    // A range across two mappings of the kernel's (its second half read-only)
+    // is refused before anything moves: mremap would unmap the target first.
+    auto* to2 = static_cast<std::byte*>(s.allocate_apart(2 * m));
+    REQUIRE(to2);
+    REQUIRE(::mprotect(again + n / 2, n / 2, PROT_READ) == 0);
+    CHECK(!s.move(again, n, to2, 2 * m));
+    CHECK(std::to_integer<int>(again[0]) == 4);
+    CHECK(std::to_integer<int>(again[n - 1]) == 4);
+    REQUIRE(::mprotect(again + n / 2, n / 2, PROT_READ | PROT_WRITE) == 0);
+    // A range that is a whole arena of allocate_apart's moves, and its arena goes.
+    CHECK(s.move(to, m, to2, 2 * m));
+    CHECK(std::to_integer<int>(to2[m - 1]) == 3);
+    s.deallocate(to2, 2 * m);
+    s.deallocate(again, n);
+    s.deallocate(after, 16 * page);
+    CHECK(al::arena_source::handed_out_bytes() == held - 16 * page - n);
+}
+
+TEST_CASE("heap: a large block that cannot grow in place moves without a copy", "[backend]") {
+    constexpr std::size_t mib = std::size_t{1} << 20;
+    al::segregated_heap<al::arena_source> h;
+    auto* p = static_cast<unsigned char*>(h.allocate(al::request{6 * mib}));
+    void* next = h.allocate(al::request{6 * mib});   // right after p: no growth in place
+    REQUIRE(p);
+    REQUIRE(next);
+    for (std::size_t i = 0; i < 6 * mib; i += 512) p[i] = static_cast<unsigned char>(i >> 9);
+    CHECK(h.try_move_large(p, 100) == nullptr);   // growth only
+    next = h.try_move_large(next, 8 * mib);   // the neighbour moves too: it ends its region
+    REQUIRE(next);
+    auto* q = static_cast<unsigned char*>(h.try_move_large(p, 20 * mib));
+    REQUIRE(q);
+    CHECK(q != p);
+    CHECK(h.usable_size(q) >= 20 * mib);
+    bool same = true;
+    for (std::size_t i = 0; i < 6 * mib; i += 512) same = same && q[i] == static_cast<unsigned char>(i >> 9);
+    CHECK(same);
+    std::memset(q + 6 * mib, 5, 14 * mib);
+    CHECK(al::segregated_heap<al::arena_source>::owner_of(q) == h.owner_tag());
+    CHECK(al::segregated_heap<al::arena_source>::owner_of(p) == nullptr);   // the old address is no block
+    // Its new mapping is exactly its size: it grows by moving again.
+    CHECK(!h.try_grow_large(q, 40 * mib));
+    auto* q2 = static_cast<unsigned char*>(h.try_move_large(q, 40 * mib));
+    REQUIRE(q2);
+    CHECK(q2[20 * mib - 1] == 5);
+    std::memset(q2 + 20 * mib, 6, 20 * mib);
+    auto* r = static_cast<unsigned char*>(h.try_move_large(q2, 90 * mib));
+    REQUIRE(r);
+    CHECK(r[0] == 0);
+    CHECK(r[6 * mib] == 5);
+    CHECK(r[40 * mib - 1] == 6);
+    // A small block, or a block aligned beyond a page, does not move.
+    void* small = h.allocate(al::request{64});
+    void* aligned = h.allocate(al::request{6 * mib, nullptr, 1 << 16});
+    REQUIRE(aligned);
+    CHECK(h.try_move_large(small, 8 * mib) == nullptr);
+    // Its payload is offset in its span unless the span happens to start
+    // aligned; moved or not, it stays aligned.
+    if (void* moved = h.try_move_large(aligned, 8 * mib)) aligned = moved;
+    CHECK(reinterpret_cast<std::uintptr_t>(aligned) % (1 << 16) == 0);
+    h.deallocate(small);
+    h.deallocate(aligned);
+    h.deallocate(r);
+    h.deallocate(next);
+}
+
 TEST_CASE("span_pool: free pages beyond the budget are decommitted, within it kept", "[backend]") {
     using opts = al::configured<al::heap_config{.retain_bytes = 64 * page, .purge_delay_ms = 0}>;
     be::span_pool<al::counting_source<al::mmap_source>, opts> pool;

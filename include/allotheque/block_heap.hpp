@@ -205,6 +205,21 @@ public:
         return P::try_extend(root_, q, P::block_for(n));
     }
 
+    // A large block moved to hold n bytes without copying it, where its span
+    // is a region of its own and the source moves pages (heap::try_move_large
+    // says when): the new address, or nullptr with p as it was. Aligned
+    // blocks (payload further into the span) are not moved.
+    void* try_move_large(void* p, std::size_t n) noexcept {
+        if (n > max_size || !is_large(n)) return nullptr;
+        span* sp = checked_span(static_cast<std::byte*>(p), "try_move_large(p)");
+        if (sp->state != state::large || sp->chunk != large_offset(0)) return nullptr;
+        if (!spans_.move(sp, large_bytes(n, 0))) return nullptr;
+        sp->request = n;
+        std::byte* const q = sp->base + sp->chunk;
+        if constexpr (detail::poison::enabled) detail::poison::expose(q, n);
+        return q;
+    }
+
     // Drops every block at once and returns all memory to the source.
     void deallocate_all() noexcept {
         spans_.release_all();

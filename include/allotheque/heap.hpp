@@ -397,6 +397,25 @@ public:
         return resize_large(sp, p, detail::round_up(n, 16), sp->request, n);
     }
 
+    // Moves large block p to n bytes at a new address without copying it,
+    // where its span is a region of its own (max_growth or more) and the
+    // source moves pages (arena_source: mremap): the new address, or nullptr
+    // with p as it was. For the malloc's realloc once try_grow_large fails:
+    // the old and the new block are never resident at once. Blocks whose
+    // payload is offset in its span (aligned beyond a page) are not moved.
+    void* try_move_large(void* p, std::size_t n) noexcept {
+        span* sp = span_of(p, "try_move_large(p)");
+        if (sp->state != state::large || sp->chunk != 0 || n < sp->request || n > max_size) return nullptr;
+        const std::size_t now = detail::round_up(n, 16), old_n = sp->request;
+        if (!spans_.move(sp, detail::round_up(now, detail::page_size))) return nullptr;
+        sp->request = now;
+        if constexpr (detail::poison::enabled) {
+            detail::poison::expose(sp->base, sp->bytes);
+            detail::poison::resized(sp->base, old_n, n, sp->bytes);
+        }
+        return sp->base;
+    }
+
     // Gives back `count` blocks allocated with the same size (and alignment) as
     // `r` carries, in one pass over the partition: each run of consecutive
     // blocks that share a class is linked into it after a single class lookup

@@ -41,6 +41,12 @@
 //   huge_realloc_growth      realloc from 1 to 40 MiB, 1 MiB at a time: the
 //                            peak RSS grows by at most 1.25x the final block
 //                            (before 2026-12-01: 39 copies, 119 MiB)
+//   huge_realloc_moves       three blocks grown side by side to 480 MiB in
+//                            all, every page checked at each step: peak RSS
+//                            within 544 MiB of the start (by copies, blocks
+//                            that cannot grow in place held old and new at
+//                            once); then grown by a thread that does not own
+//                            it, freed by another, shrunk
 //   memalign_realloc_growth  blocks from posix_memalign, aligned_alloc and
 //                            memalign (alignment 16 B..64 KiB, 1 B..70 KB)
 //                            grown by realloc beside blocks of every kind,
@@ -124,6 +130,9 @@
 //                            [62853a9: lea returns]
 //   remote_twice_after_drain another thread frees p, the owner drains it by
 //                            allocating, the other thread frees p again [same]
+//   realloc_moved_freed      free of a large block's old address after
+//                            realloc moved it (the message says a pointer no
+//                            heap handed out)
 //   realloc_freed            realloc of a block another thread freed and the
 //                            owner drained [62853a9: every variant aborts
 //                            with the heap's message, not malloc's]
@@ -688,6 +697,104 @@ int huge_realloc_growth() {
     // in the large-block cache (by copies, the peak was 119 MiB).
     if (hwm - rss0 > static_cast<long>(last / 1024 * 5 / 4)) die("growing a block by realloc held the old and the new block at once");
     printf("OK huge_realloc_growth\n");
+    return 0;
+}
+
+// Three blocks grown by realloc side by side to 192, 160 and 128 MiB (one
+// doubling, two in 3 and 7 MiB steps with a shrink now and then), small
+// blocks allocated and freed between the steps, every page of every block
+// checked after each step by a pattern of the block's own (its address
+// changes). Blocks above 4 MiB that cannot grow in place move by mremap
+// (arena_source::move): the peak resident set stays near the three final
+// blocks, where copies held an old and a new block at once. Then the largest
+// is grown by another thread (which does not own it: a copy) and freed by a
+// third, and one that moved is shrunk and freed.
+int huge_realloc_moves() {
+    constexpr size_t mib = size_t{1} << 20;
+    struct grown {
+        unsigned char* p;
+        size_t n, last, step;   // step 0: doubling
+        unsigned id;
+    };
+    grown b[3] = {{nullptr, 0, 192 * mib, 0, 1}, {nullptr, 0, 160 * mib, 3 * mib, 2}, {nullptr, 0, 128 * mib, 7 * mib, 3}};
+    auto byte_of = [](unsigned id, size_t i) { return static_cast<unsigned char>((i >> 12) * 29u + id * 71u + 1u); };
+    auto fill = [&](grown& g, size_t from, size_t to) {
+        for (size_t i = from - from % 4096; i < to; i += 4096)
+            if (i >= from) g.p[i] = byte_of(g.id, i);
+    };
+    auto verify = [&](const grown& g, const char* what) {
+        for (size_t i = 0; i < g.n; i += 4096)
+            if (g.p[i] != byte_of(g.id, i)) die(what);
+    };
+    const long rss0 = rss_kib();
+    rng r(17);
+    std::vector<void*> smalls;
+    size_t moves = 0, steps = 0;
+    for (bool growing = true; growing;) {
+        growing = false;
+        for (grown& g : b) {
+            if (g.n >= g.last) continue;
+            growing = true;
+            size_t m = g.step ? g.n + g.step : (g.n ? 2 * g.n : mib);
+            if (g.step && g.n > 16 * mib && r.below(8) == 0) m = g.n - g.step / 2;   // a shrink
+            m = std::min(m, g.last);
+            auto* q = static_cast<unsigned char*>(realloc(g.p, m));
+            if (!q) die("realloc refused a block of a few hundred MiB");
+            moves += g.p && q != g.p;
+            const size_t kept = std::min(g.n, m);
+            g.p = q;
+            g.n = m;
+            verify(grown{g.p, kept, 0, 0, g.id}, "realloc lost a block's contents");
+            fill(g, kept, m);
+            ++steps;
+            for (int k = 0; k < 8; ++k) smalls.push_back(malloc(r.size(16, 300000)));
+            if (smalls.size() > 200) {
+                for (size_t k = 0; k < 100; ++k) free(smalls[k]);
+                smalls.erase(smalls.begin(), smalls.begin() + 100);
+            }
+        }
+    }
+    for (const grown& g : b) verify(g, "a grown block changed after the others grew");
+    const long hwm = status_kib("VmHWM");
+    printf("%zu reallocs, %zu moved; RSS KiB at the start %ld, peak %ld\n", steps, moves, rss0, hwm);
+    // The three final blocks are 480 MiB. A copy of the doubling block's last
+    // step alone would add 96 MiB at once; small blocks add at most ~60 MiB.
+    if (allotheque_serves() && hwm - rss0 > static_cast<long>((480 + 64) * 1024))
+        die("growing blocks by realloc held old and new blocks at once");
+    // The largest grown further by a thread that does not own it, and freed
+    // by another; the second shrunk to 1 MiB and freed; the third freed.
+    struct hand {
+        grown* g;
+    } h{&b[0]};
+    pthread_t t;
+    if (pthread_create(
+            &t, nullptr,
+            [](void* v) -> void* {
+                grown& g = *static_cast<hand*>(v)->g;
+                auto* q = static_cast<unsigned char*>(realloc(g.p, g.n + 5 * mib));
+                if (!q) die("another thread's realloc refused");
+                g.p = q;
+                for (size_t i = g.n; i < g.n + 5 * mib; i += 4096) q[i] = static_cast<unsigned char>((i >> 12) * 29u + g.id * 71u + 1u);
+                g.n += 5 * mib;
+                return nullptr;
+            },
+            &h) != 0)
+        die("pthread_create");
+    pthread_join(t, nullptr);
+    verify(b[0], "a block grown by another thread lost its contents");
+    if (pthread_create(
+            &t, nullptr, [](void* v) -> void* { free(static_cast<grown*>(v)->p); return nullptr; }, &b[0]) != 0)
+        die("pthread_create");
+    pthread_join(t, nullptr);
+    auto* q = static_cast<unsigned char*>(realloc(b[1].p, mib));
+    if (!q) die("a shrinking realloc failed");
+    b[1].p = q;
+    b[1].n = mib;
+    verify(b[1], "a shrunk block lost its contents");
+    free(b[1].p);
+    free(b[2].p);
+    for (void* v : smalls) free(v);
+    printf("OK huge_realloc_moves\n");
     return 0;
 }
 
@@ -1763,6 +1870,26 @@ int misuse(const std::string& c) {
         other.free_there(p);
         drain_by_allocating();
         other.free_there(p);   // must abort here
+    } else if (c == "realloc_moved_freed") {
+        // A block of 8 MiB grown to 96 MiB with another block right after
+        // it moves (by mremap, or a copy); its old address is no block any
+        // more. Where the next block lands elsewhere and the growth fits in
+        // place, again with the grown block.
+        void* big = malloc(size_t{8} << 20);
+        void* grown = big;
+        for (int k = 0; k < 8 && grown == big; ++k) {
+            if (!big) die("malloc(8 MiB) failed");
+            memset(big, 7, size_t{8} << 20);
+            (void)malloc(size_t{8} << 20);   // the neighbour, kept
+            grown = realloc(big, size_t{96} << 20);
+            if (!grown) die("realloc(96 MiB) failed");
+            if (grown == big) big = grown = malloc(size_t{8} << 20);
+        }
+        if (grown == big) {
+            fprintf(stderr, "FAIL: the block never moved\n");
+            return 1;
+        }
+        free(big);   // must abort here
     } else if (c == "realloc_freed") {
         other.free_there(p);
         drain_by_allocating();
@@ -1794,6 +1921,7 @@ int main(int argc, char** argv) {
     if (c == "huge_untouched") return huge_untouched();
     if (c == "huge_refused") return huge_refused();
     if (c == "huge_realloc_growth") return huge_realloc_growth();
+    if (c == "huge_realloc_moves") return huge_realloc_moves();
     if (c == "memalign_realloc_growth") return memalign_realloc_growth();
     if (c == "key_destructor_malloc") return key_destructor_malloc();
     if (c == "reuse_across_sizes") return reuse_across_sizes();
@@ -1807,6 +1935,8 @@ int main(int argc, char** argv) {
     if (c == "new_handler") return new_handler_case();
     if (c == "glibc_main_heap") return glibc_main_heap();
     if (c == "rlimit_data") return rlimit_data();
-    if (c == "remote_after_local_free" || c == "remote_twice_after_drain" || c == "realloc_freed") return misuse(c);
+    if (c == "remote_after_local_free" || c == "remote_twice_after_drain" || c == "realloc_freed" ||
+        c == "realloc_moved_freed")
+        return misuse(c);
     return 64;
 }

@@ -27,7 +27,7 @@ misuse=no
 # twenty purge delays, 10-20 s by default, 200-400 ms with this one.
 [ "$case_name" = spike_then_small ] && export ALLOTHEQUE_PURGE_DELAY_MS=20
 case $case_name in
-remote_after_local_free|remote_twice_after_drain|realloc_freed) misuse=yes ;;
+remote_after_local_free|remote_twice_after_drain|realloc_freed|realloc_moved_freed) misuse=yes ;;
 esac
 if [ "$lib" = none ]; then
   [ $misuse = yes ] && { echo "SKIP: $case_name expects an allotheque message"; exit 0; }

@@ -7,6 +7,7 @@
 //                 sizes), split; a new region when nothing fits
 //   give(span)    merged with free neighbours of the same region
 //   extend(span)  grows a span into the free range right after it
+//   move(span)    moves a region-sized span's pages to a larger new range
 //
 // Freed pages are kept for reuse up to a budget, max(retain_bytes, peak / 8),
 // the peak being the most bytes in use over the last ten to twenty purge
@@ -121,6 +122,65 @@ public:
         s->bytes = bytes;
         used(more);
         return true;
+    }
+
+    // A span that is a region of its own (a block of max_growth or more)
+    // moved to `bytes` at new addresses, its pages moved rather than copied,
+    // where the source can (moving_source: arena_source's mremap). Two steps,
+    // so that the caller can record the new place first: plan_move takes the
+    // new range from the source (nullptr: s does not move), move moves the
+    // region's pages there, or gives the range back and returns false;
+    // drop_move gives it back unused. The new range is exactly `bytes` (a
+    // region the span fills, which it grows past by moving again): room to
+    // spare after the span was free pages of the pool, and other spans took
+    // them, after which neither could grow or move and each step copied.
+    std::byte* plan_move(const span* s, std::size_t bytes) noexcept {
+        if constexpr (moving_source<S>) {
+            // Smaller blocks are copied: each move splits a mapping of the
+            // kernel's, and the count of those is limited (vm.max_map_count).
+            const span* const r = s->region;
+            if (!r || s->base != r->base || s->bytes < cfg.max_growth || bytes <= r->bytes || !free_after(s))
+                return nullptr;
+            return static_cast<std::byte*>(source_.allocate_apart(bytes));
+        } else {
+            (void)s;
+            (void)bytes;
+            return nullptr;
+        }
+    }
+    bool move(span* s, std::byte* to, std::size_t bytes) noexcept {
+        if constexpr (moving_source<S>) {
+            span* const r = s->region;
+            // The whole region moves, the free pages after the span with it.
+            if (!source_.move(r->base, r->bytes, to, bytes)) {
+                drop_move(to, bytes);
+                return false;
+            }
+            if (span* rest = s->end() != r->end() ? free_.starting_at(s->end()) : nullptr) {
+                free_.erase(rest);
+                records_.recycle(rest);
+            }
+            detail::poison::expose(r->base, r->bytes);   // the next mapping there may be anybody's
+            mapped(bytes - r->bytes);
+            used(bytes - s->bytes);
+            r->base = s->base = to;
+            r->bytes = s->bytes = bytes;
+            return true;
+        } else {
+            (void)s;
+            (void)to;
+            (void)bytes;
+            return false;
+        }
+    }
+    void drop_move(std::byte* to, std::size_t bytes) noexcept { source_.deallocate(to, bytes); }
+    // Whether s ends its region, or the rest of its region is one free range
+    // (a block moved with room to spare, then grown in place short of it).
+    bool free_after(const span* s) noexcept {
+        const span* const r = s->region;
+        if (s->end() == r->end()) return true;
+        const span* rest = free_.starting_at(s->end());
+        return rest && rest->region == r && rest->end() == r->end();
     }
 
     // Gives the pages of s beyond `bytes` back (false: no record for the tail; s unchanged).

@@ -131,6 +131,45 @@ public:
         bytes_[index(sp->state)] -= was;
         return true;
     }
+    // Moves sp, a large block's span that is a region of its own, to `bytes`
+    // at new addresses without copying its pages (span_pool::move; false
+    // where it cannot, sp unchanged): the page map records the new place
+    // before the pages move, and forgets the old one after.
+    bool move(span* sp, std::size_t bytes) noexcept {
+        if constexpr (requires { pool_.plan_move(sp, bytes); }) {
+            if (sp->state != span_state::large) return false;
+            std::byte* const to = pool_.plan_move(sp, bytes);
+            if (!to) return false;
+            std::byte* const from = sp->base;
+            const std::size_t was = sp->bytes;
+            const auto place = [sp](std::byte* b, std::size_t n) noexcept {
+                sp->base = b;
+                sp->bytes = n;
+            };
+            place(to, bytes);
+            const bool recorded = record(sp);
+            place(from, was);
+            if (!recorded) {
+                pool_.drop_move(to, bytes);
+                return false;
+            }
+            if (!pool_.move(sp, to, bytes)) {
+                place(to, bytes);
+                unrecord(sp);
+                place(from, was);
+                return false;
+            }
+            place(from, was);
+            unrecord(sp);
+            place(to, bytes);
+            bytes_[index(span_state::large)] += bytes - was;
+            return true;
+        } else {
+            (void)sp;
+            (void)bytes;
+            return false;
+        }
+    }
     // Every span back to the source (what they held becomes invalid).
     void release_all() noexcept {
         for (span& sp : held_) unrecord(&sp);

@@ -54,6 +54,7 @@ concept exact_malloc_heap =
         h.deallocate_chunk(p, sp);
         h.deallocate_queued(p, sp);
         { h.try_grow_large(p, n) } -> std::same_as<bool>;
+        { h.try_move_large(p, n) } -> std::same_as<void*>;
     };
 
 // block_heap<P, S, O>: boundary tags.
@@ -64,6 +65,7 @@ concept block_malloc_heap = detail::malloc_heap_common<H> && requires(H& h, void
     h.deallocate(p, sp);
     { H::span_of_block(p) } -> std::same_as<backend::span&>;
     { h.try_resize(p, n) } -> std::same_as<bool>;
+    { h.try_move_large(p, n) } -> std::same_as<void*>;
 } && !exact_malloc_heap<H>;
 
 template <class H>
@@ -82,8 +84,9 @@ constexpr bool check_malloc_heap() {
                   "block_heap<> has them");
     static_assert(exact_malloc_heap<H> || block_malloc_heap<H>,
                   "allotheque malloc: the heap must be a heap<P, S, O> (span_of_any, span_at, span_of_block, marks, "
-                  "deallocate(p, span), deallocate_chunk(p, span), deallocate_queued(p, span)) "
-                  "or a block_heap<P, S, O> (usable_size, deallocate(p), deallocate(p, span), span_of_block)");
+                  "deallocate(p, span), deallocate_chunk(p, span), deallocate_queued(p, span), try_grow_large(p, n), "
+                  "try_move_large(p, n)) or a block_heap<P, S, O> (usable_size, deallocate(p), deallocate(p, span), "
+                  "span_of_block, try_resize(p, n), try_move_large(p, n))");
     static_assert(H::granularity >= 16,
                   "allotheque malloc: malloc's blocks are 16-byte aligned: use heap_config{.granularity = 16} "
                   "(allotheque::malloc_options)");

@@ -143,7 +143,8 @@ public:
         const std::size_t have = usable_in(p, sp);
         // In place when it fits and does not waste more than half of the block.
         if (n <= have && (have <= 256 || n >= have / 2)) return p;
-        if (n > have && resize_in_place(p, sp, n)) return p;
+        if (n > have)
+            if (void* q = resize_without_copy(p, sp, n)) return q;
         void* q = allocate(n, min_align);
         if (!q) return nullptr;   // errno set; p untouched
         ::memcpy(q, p, n < have ? n : have);
@@ -555,17 +556,21 @@ private:
             return sp->state == span_state::large ? sp->bytes - sp->chunk : sp->chunk;
     }
 
-    // In place when this thread owns p (in span sp) and its heap can make it fit.
-    static bool resize_in_place(void* p, span* sp, std::size_t n) noexcept {
+    // Where this thread owns p (in span sp): p grown in place, or a large
+    // block's pages moved to a new address (heap::try_move_large); nullptr
+    // when neither can be done.
+    static void* resize_without_copy(void* p, span* sp, std::size_t n) noexcept {
         thread_heap* th = tl_heap;
-        if (static_cast<const void*>(th) != sp->owner) return false;
+        if (static_cast<const void*>(th) != sp->owner) return nullptr;
         if constexpr (block_heap) {
-            return th->heap.try_resize(p, n);
+            if (th->heap.try_resize(p, n)) return p;
+            return th->heap.try_move_large(p, n);
         } else {
             // By the span: a block aligned beyond what classes give is a span
             // of its own at any size, which its size alone does not say.
-            if (sp->state != span_state::large) return false;
-            return th->heap.try_grow_large(p, n);
+            if (sp->state != span_state::large) return nullptr;
+            if (th->heap.try_grow_large(p, n)) return p;
+            return th->heap.try_move_large(p, n);
         }
     }
 };

@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <mutex>
 #include <new>
@@ -83,15 +84,79 @@ public:
             ::munmap(p, n);
             return;
         }
-        r->base = b;
-        r->bytes = n;
-        r->region = arena;
-        r = st.free.insert(r, [&st](backend::span* x) noexcept { st.records.recycle(x); });
-        if (r->base == arena->base && r->bytes == arena->bytes && st.arena_count > 1) {
-            st.free.erase(r);
-            st.records.recycle(r);
-            st.unmap_arena(arena);
+        st.take_back(r, b, n, arena);
+    }
+
+    // A large block grown by realloc past the free pages after it moves; its
+    // pages move with mremap, where a copy would hold the old and the new
+    // block at once (a 512 MiB buffer grown in steps peaked at 789 MB against
+    // glibc's 526, which remaps its mapped chunks).
+    // The block moves to an arena of its own, reserved here: nothing is
+    // carved from it and it never grows in place, so that its pages stay
+    // one mapping of the kernel's and the next move of the block takes them
+    // whole (see one_mapping). nullptr when the system refuses.
+    void* allocate_apart(std::size_t n) noexcept {
+        state& st = shared();
+        st.register_fork_handlers();
+        std::lock_guard g(st.lock);
+        backend::span* a = st.records.make(st.meta);
+        if (!a) return nullptr;
+        void* m = state::map_aligned(n);
+        if (m == MAP_FAILED)   // without the alignment's slack, under a tight `ulimit -v`
+            m = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) {
+            st.records.recycle(a);
+            return nullptr;
         }
+        a->base = static_cast<std::byte*>(m);
+        a->bytes = n;
+        a->state = backend::span_state::region;
+        st.arenas.push_back(*a);
+        ++st.arena_count;
+        st.reserved += n;
+        st.handed_out += n;
+        return m;
+    }
+
+    bool move(void* from, std::size_t n, void* to, std::size_t m) noexcept {
+        if (n > m || n == 0) return false;
+        state& st = shared();
+        std::lock_guard g(st.lock);
+        auto* const b = static_cast<std::byte*>(from);
+        backend::span* arena = st.arena_of(b);
+        backend::span* r = st.records.make(st.meta);   // `from` once it is free
+        if (!arena || !r || !st.arena_of(static_cast<std::byte*>(to)) || !one_mapping(b, n)) {
+            if (r) st.records.recycle(r);
+            return false;
+        }
+        if (::mremap(from, n, m, MREMAP_MAYMOVE | MREMAP_FIXED, to) == MAP_FAILED) {
+            st.records.recycle(r);
+            return false;
+        }
+        st.handed_out -= n;
+        if (arena->base == b && arena->bytes == n) {   // an arena of its own: gone with its pages
+            st.records.recycle(r);
+            st.arenas.erase(st.arenas.iterator_to(*arena));
+            --st.arena_count;
+            st.reserved -= n;
+            st.records.recycle(arena);
+            return true;
+        }
+        // `from` is unmapped now. Mapped again, fresh, it is free space of its
+        // arena; where another thread's mmap took those addresses meanwhile
+        // (or the kernel predates MAP_FIXED_NOREPLACE, 4.17, and placed the
+        // mapping elsewhere), they are the arena's no more: never handed out,
+        // the arena never whole again, so never unmapped over them.
+        void* again = ::mmap(from, n, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+        if (again != from) {
+            if (again != MAP_FAILED) ::munmap(again, n);
+            st.records.recycle(r);
+            st.reserved -= n;
+            return true;
+        }
+        st.take_back(r, b, n, arena);
+        return true;
     }
 
     bool decommit(void* p, std::size_t n) noexcept { return ::madvise(p, n, MADV_DONTNEED) == 0; }
@@ -123,6 +188,20 @@ public:
     }
 
 private:
+    // Whether [p, p+n) lies in one mapping of the kernel's: mremap unmaps its
+    // target before it looks at the source, and fails there (EFAULT) when the
+    // source spans two (a range of an arena next to addresses mapped again by
+    // move, or grown into them). A request to grow the range by a page in
+    // place fails the same way first, and otherwise moves nothing: it either
+    // fails too (ENOMEM) or grows a range that ends its mapping into free
+    // addresses, which are unmapped again at once.
+    static bool one_mapping(std::byte* p, std::size_t n) noexcept {
+        void* r = ::mremap(p, n, n + detail::page_size, 0);
+        if (r == MAP_FAILED) return errno != EFAULT;
+        ::munmap(p + n, detail::page_size);
+        return true;
+    }
+
     static void prefork(detail::fork_member*) noexcept { shared().lock.lock(); }
     static void postfork(detail::fork_member*) noexcept { shared().lock.unlock(); }
 
@@ -139,6 +218,20 @@ private:
         std::atomic<bool> fork_registered{false};
         detail::fork_member fork{nullptr, nullptr, &arena_source::prefork, &arena_source::postfork,
                                  &arena_source::postfork, false};
+
+        // [b, b+n) of `arena` free again (r: a record for it); an arena
+        // wholly free is unmapped, unless it is the last one.
+        void take_back(backend::span* r, std::byte* b, std::size_t n, backend::span* arena) noexcept {
+            r->base = b;
+            r->bytes = n;
+            r->region = arena;
+            r = free.insert(r, [this](backend::span* x) noexcept { records.recycle(x); });
+            if (r->base == arena->base && r->bytes == arena->bytes && arena_count > 1) {
+                free.erase(r);
+                records.recycle(r);
+                unmap_arena(arena);
+            }
+        }
 
         void register_fork_handlers() noexcept {
             if (fork_registered.load(std::memory_order_acquire)) return;
@@ -268,6 +361,7 @@ private:
     static state& shared() noexcept { return detail::immortal<state>(); }
 };
 
-static_assert(source<arena_source> && decommitting_source<arena_source> && extending_source<arena_source>);
+static_assert(source<arena_source> && decommitting_source<arena_source> && extending_source<arena_source> &&
+              moving_source<arena_source>);
 
 } // namespace allotheque

@@ -51,6 +51,28 @@ public:
         return true;
     }
 
+    void* allocate_apart(std::size_t n) noexcept
+        requires moving_source<Upstream>
+    {
+        void* p = up_.allocate_apart(n);
+        if (!p) {
+            ++refusals_;
+            return nullptr;
+        }
+        ++allocations_;
+        bytes_ += n;
+        if (bytes_ > peak_) peak_ = bytes_;
+        return p;
+    }
+    bool move(void* from, std::size_t n, void* to, std::size_t m) noexcept
+        requires moving_source<Upstream>
+    {
+        if (!up_.move(from, n, to, m)) return false;
+        ++deallocations_;   // `from` is taken back
+        bytes_ -= n;
+        return true;
+    }
+
     std::size_t bytes() const noexcept { return bytes_; }
     std::size_t peak_bytes() const noexcept { return peak_; }
     std::size_t allocations() const noexcept { return allocations_; }

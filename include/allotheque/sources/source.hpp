@@ -20,6 +20,15 @@
 //                                  when they are free; nothing moves. False:
 //                                  nothing was done. deallocate then takes
 //                                  the grown range back whole
+//   s.allocate_apart(n) -> void*   n bytes as allocate, in a mapping of
+//                                  their own: where move puts a block
+//   s.move(from, n, to, m) -> bool moves the pages of [from, from+n) to the
+//                                  start of [to, to+m) (n <= m; `from` a
+//                                  range it handed out, `to` one of
+//                                  allocate_apart's) without copying them;
+//                                  the rest of `to` reads as zero, and `from`
+//                                  is taken back as by deallocate. False:
+//                                  nothing was done
 #pragma once
 #include <concepts>
 #include <cstddef>
@@ -41,6 +50,12 @@ inline constexpr bool source_zeroed<S> = S::zeroed;
 template <class S>
 concept extending_source = source<S> && requires(S& s, void* p, std::size_t n) {
     { s.extend(p, n, n) } -> std::same_as<bool>;
+};
+
+template <class S>
+concept moving_source = source<S> && requires(S& s, void* p, std::size_t n) {
+    { s.allocate_apart(n) } -> std::same_as<void*>;
+    { s.move(p, n, p, n) } -> std::same_as<bool>;
 };
 
 template <class S>
