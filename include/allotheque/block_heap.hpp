@@ -209,7 +209,7 @@ public:
     // is a region of its own and the source moves pages (heap::try_move_large
     // says when): the new address, or nullptr with p as it was. Aligned
     // blocks (payload further into the span) are not moved.
-    void* try_move_large(void* p, std::size_t n) noexcept {
+    [[gnu::noinline, gnu::cold]] void* try_move_large(void* p, std::size_t n) noexcept {
         if (n > max_size || !is_large(n)) return nullptr;
         span* sp = checked_span(static_cast<std::byte*>(p), "try_move_large(p)");
         if (sp->state != state::large || sp->chunk != large_offset(0)) return nullptr;

@@ -403,7 +403,7 @@ public:
     // with p as it was. For the malloc's realloc once try_grow_large fails:
     // the old and the new block are never resident at once. Blocks whose
     // payload is offset in its span (aligned beyond a page) are not moved.
-    void* try_move_large(void* p, std::size_t n) noexcept {
+    [[gnu::noinline, gnu::cold]] void* try_move_large(void* p, std::size_t n) noexcept {
         span* sp = span_of(p, "try_move_large(p)");
         if (sp->state != state::large || sp->chunk != 0 || n < sp->request || n > max_size) return nullptr;
         const std::size_t now = detail::round_up(n, 16), old_n = sp->request;
