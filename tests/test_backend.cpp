@@ -20,6 +20,7 @@
 #include <allotheque/backend/record_pool.hpp>
 #include <allotheque/backend/span_pool.hpp>
 #include <allotheque/detail/bad_alloc.hpp>
+#include <allotheque/detail/remap.hpp>
 #include <allotheque/layers/layer.hpp>
 #include <allotheque/layers/locked.hpp>
 #include <allotheque/sources/arena_source.hpp>
@@ -57,6 +58,11 @@ namespace {
 
 constexpr std::size_t page = al::detail::page_size;
 std::uintptr_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+// Whether every page of [p, p+n) is mapped (mincore fails with ENOMEM where one is not).
+bool mapped(void* p, std::size_t n) {
+    std::vector<unsigned char> v((n + page - 1) / page);
+    return ::mincore(p, n, v.data()) == 0;
+}
 
 // Options with every automatic reclaim immediate (interval 0) and nothing kept.
 template <al::reclaim_policy R>
@@ -633,7 +639,15 @@ TEST_CASE("arena_source: move takes a range's pages to a mapping of their own", 
     auto* to = static_cast<std::byte*>(s.allocate_apart(m));
     REQUIRE(to);
     CHECK(al::arena_source::handed_out_bytes() == held + m);
-    CHECK(!s.move(a, n, to, n - page));   // smaller than the range
+    CHECK(!s.move(a, n, to, n - page));   // not the size allocate_apart gave: refused untouched
+    CHECK(al::arena_source::handed_out_bytes() == held + m);
+    {   // A target too small for the range: refused, and the target taken back.
+        auto* small = static_cast<std::byte*>(s.allocate_apart(n - page));
+        REQUIRE(small);
+        CHECK(!s.move(a, n, small, n - page));
+        CHECK(al::arena_source::handed_out_bytes() == held + m);
+        CHECK(!mapped(small, n - page));
+    }
     CHECK(s.move(a, n, to, m));
     CHECK(al::arena_source::handed_out_bytes() == held + m - n);   // `a` taken back
     bool same = true, zero = true;
@@ -649,20 +663,68 @@ TEST_CASE("arena_source: move takes a range's pages to a mapping of their own", 
     std::memset(again, 4, n);
     // A range across two mappings of the kernel's (its second half read-only)
     // is refused before anything moves: mremap would unmap the target first.
+    // The target is taken back.
+    const std::size_t before = al::arena_source::handed_out_bytes();
     auto* to2 = static_cast<std::byte*>(s.allocate_apart(2 * m));
     REQUIRE(to2);
     REQUIRE(::mprotect(again + n / 2, n / 2, PROT_READ) == 0);
     CHECK(!s.move(again, n, to2, 2 * m));
+    CHECK(al::arena_source::handed_out_bytes() == before);
     CHECK(std::to_integer<int>(again[0]) == 4);
     CHECK(std::to_integer<int>(again[n - 1]) == 4);
     REQUIRE(::mprotect(again + n / 2, n / 2, PROT_READ | PROT_WRITE) == 0);
     // A range that is a whole arena of allocate_apart's moves, and its arena goes.
+    to2 = static_cast<std::byte*>(s.allocate_apart(2 * m));
+    REQUIRE(to2);
     CHECK(s.move(to, m, to2, 2 * m));
     CHECK(std::to_integer<int>(to2[m - 1]) == 3);
     s.deallocate(to2, 2 * m);
     s.deallocate(again, n);
     s.deallocate(after, 16 * page);
     CHECK(al::arena_source::handed_out_bytes() == held - 16 * page - n);
+}
+
+TEST_CASE("detail::map_again never maps over addresses somebody holds", "[backend][sources]") {
+    // What arena_source::move does with a target mremap may have unmapped
+    // before failing: map it again only where none of it is mapped.
+    const std::size_t n = 8 * page;
+    auto* r = static_cast<std::byte*>(::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    REQUIRE(r != MAP_FAILED);
+    std::memset(r, 7, n);
+    CHECK(!al::detail::map_again(r, n));   // still mapped: untouched
+    CHECK(std::to_integer<int>(r[n - 1]) == 7);
+    REQUIRE(::munmap(r, n) == 0);
+    CHECK(al::detail::map_again(r, n));   // unmapped: mapped again, fresh
+    CHECK(std::to_integer<int>(r[0]) == 0);
+    std::memset(r, 8, n);
+    // Part of it taken by another mapping (another thread's mmap): refused,
+    // that mapping untouched.
+    REQUIRE(::munmap(r, n) == 0);
+    void* other = ::mmap(r + 3 * page, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    REQUIRE(other == r + 3 * page);
+    static_cast<std::byte*>(other)[0] = std::byte{9};
+    CHECK(!al::detail::map_again(r, n));
+    CHECK(mapped(r + 3 * page, page));
+    CHECK(!mapped(r, page));
+    CHECK(std::to_integer<int>(r[3 * page]) == 9);
+    ::munmap(other, page);
+}
+
+TEST_CASE("detail::one_mapping tells a range in two kernel mappings", "[backend][sources]") {
+    const std::size_t n = 4 * page;
+    // A page more, unmapped again: no mapping follows the range.
+    auto* r = static_cast<std::byte*>(::mmap(nullptr, n + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    REQUIRE(r != MAP_FAILED);
+    REQUIRE(::munmap(r + n, page) == 0);
+    r[0] = std::byte{1};
+    CHECK(al::detail::one_mapping(r, n));
+    CHECK(al::detail::one_mapping(r, page));   // a range that does not end its mapping
+    REQUIRE(::mprotect(r + 2 * page, page, PROT_READ) == 0);
+    CHECK(!al::detail::one_mapping(r, n));
+    CHECK(al::detail::one_mapping(r, 2 * page));
+    CHECK(std::to_integer<int>(r[0]) == 1);
+    CHECK(!mapped(r + n, page));   // the probe's page is not left behind
+    ::munmap(r, n);
 }
 
 TEST_CASE("heap: a large block that cannot grow in place moves without a copy", "[backend]") {

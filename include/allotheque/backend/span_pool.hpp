@@ -129,7 +129,7 @@ public:
     // where the source can (moving_source: arena_source's mremap). Two steps,
     // so that the caller can record the new place first: plan_move takes the
     // new range from the source (nullptr: s does not move), move moves the
-    // region's pages there, or gives the range back and returns false;
+    // region's pages there (false: the source has taken the range back);
     // drop_move gives it back unused. The new range is exactly `bytes` (a
     // region the span fills, which it grows past by moving again): room to
     // spare after the span was free pages of the pool, and other spans took
@@ -152,10 +152,7 @@ public:
         if constexpr (moving_source<S>) {
             span* const r = s->region;
             // The whole region moves, the free pages after the span with it.
-            if (!source_.move(r->base, r->bytes, to, bytes)) {
-                drop_move(to, bytes);
-                return false;
-            }
+            if (!source_.move(r->base, r->bytes, to, bytes)) return false;
             if (span* rest = s->end() != r->end() ? free_.starting_at(s->end()) : nullptr) {
                 free_.erase(rest);
                 records_.recycle(rest);
@@ -175,7 +172,7 @@ public:
     }
     void drop_move(std::byte* to, std::size_t bytes) noexcept { source_.deallocate(to, bytes); }
     // Whether s ends its region, or the rest of its region is one free range
-    // (a block moved with room to spare, then grown in place short of it).
+    // (the tail a shrink gave back): the region then moves whole.
     bool free_after(const span* s) noexcept {
         const span* const r = s->region;
         if (s->end() == r->end()) return true;

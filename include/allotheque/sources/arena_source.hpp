@@ -42,6 +42,7 @@
 #include <allotheque/detail/fork_guard.hpp>
 #include <allotheque/detail/immortal.hpp>
 #include <allotheque/detail/os_mutex.hpp>
+#include <allotheque/detail/remap.hpp>
 #include <allotheque/sources/mmap_source.hpp>
 #include <allotheque/sources/source.hpp>
 
@@ -87,14 +88,11 @@ public:
         st.take_back(r, b, n, arena);
     }
 
-    // A large block grown by realloc past the free pages after it moves; its
-    // pages move with mremap, where a copy would hold the old and the new
-    // block at once (a 512 MiB buffer grown in steps peaked at 789 MB against
-    // glibc's 526, which remaps its mapped chunks).
-    // The block moves to an arena of its own, reserved here: nothing is
-    // carved from it and it never grows in place, so that its pages stay
-    // one mapping of the kernel's and the next move of the block takes them
-    // whole (see one_mapping). nullptr when the system refuses.
+    // Where move puts a block: an arena of its own of exactly n bytes,
+    // reserved here. Nothing is carved from it and it never grows in place,
+    // so its pages stay one mapping of the kernel's and the next move of the
+    // block takes them whole (detail::one_mapping). nullptr when the system
+    // refuses.
     void* allocate_apart(std::size_t n) noexcept {
         state& st = shared();
         st.register_fork_handlers();
@@ -118,39 +116,50 @@ public:
         return m;
     }
 
-    bool move(void* from, std::size_t n, void* to, std::size_t m) noexcept {
-        if (n > m || n == 0) return false;
+    // A large block grown by realloc past the free pages after it moves; its
+    // pages move with mremap, where a copy would hold the old and the new
+    // block at once (a buffer doubled to 512 MiB peaked at 769 MB against
+    // glibc's 513, which remaps its mapped chunks). `to` must be a whole
+    // range of allocate_apart's: anything else is refused untouched. Once it
+    // is, a refusal takes `to` back; where mremap failed after the kernel had
+    // unmapped it (a late ENOMEM under strict overcommit), its addresses may
+    // be another thread's by now, and they are forgotten, never unmapped.
+    [[gnu::noinline, gnu::cold]] bool move(void* from, std::size_t n, void* to, std::size_t m) noexcept {
         state& st = shared();
         std::lock_guard g(st.lock);
         auto* const b = static_cast<std::byte*>(from);
+        auto* const t = static_cast<std::byte*>(to);
+        backend::span* const target = st.arena_of(t);
+        if (!target || target->base != t || target->bytes != m) return false;
         backend::span* arena = st.arena_of(b);
         backend::span* r = st.records.make(st.meta);   // `from` once it is free
-        if (!arena || !r || !st.arena_of(static_cast<std::byte*>(to)) || !one_mapping(b, n)) {
+        if (n == 0 || n > m || !arena || n > static_cast<std::size_t>(arena->end() - b) || !r ||
+            !detail::one_mapping(b, n)) {
             if (r) st.records.recycle(r);
+            st.handed_out -= m;
+            st.unmap_arena(target);   // untouched: still ours
             return false;
         }
         if (::mremap(from, n, m, MREMAP_MAYMOVE | MREMAP_FIXED, to) == MAP_FAILED) {
             st.records.recycle(r);
+            st.handed_out -= m;
+            if (detail::map_again(to, m))
+                st.unmap_arena(target);
+            else
+                st.forget_arena(target);
             return false;
         }
         st.handed_out -= n;
         if (arena->base == b && arena->bytes == n) {   // an arena of its own: gone with its pages
             st.records.recycle(r);
-            st.arenas.erase(st.arenas.iterator_to(*arena));
-            --st.arena_count;
-            st.reserved -= n;
-            st.records.recycle(arena);
+            st.forget_arena(arena);
             return true;
         }
-        // `from` is unmapped now. Mapped again, fresh, it is free space of its
-        // arena; where another thread's mmap took those addresses meanwhile
-        // (or the kernel predates MAP_FIXED_NOREPLACE, 4.17, and placed the
-        // mapping elsewhere), they are the arena's no more: never handed out,
-        // the arena never whole again, so never unmapped over them.
-        void* again = ::mmap(from, n, PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-        if (again != from) {
-            if (again != MAP_FAILED) ::munmap(again, n);
+        // `from` is unmapped now. Mapped again, it is free space of its arena;
+        // where that fails the addresses are the arena's no more: never
+        // handed out, the arena never whole again, so never unmapped over
+        // whoever took them.
+        if (!detail::map_again(from, n)) {
             st.records.recycle(r);
             st.reserved -= n;
             return true;
@@ -188,20 +197,6 @@ public:
     }
 
 private:
-    // Whether [p, p+n) lies in one mapping of the kernel's: mremap unmaps its
-    // target before it looks at the source, and fails there (EFAULT) when the
-    // source spans two (a range of an arena next to addresses mapped again by
-    // move, or grown into them). A request to grow the range by a page in
-    // place fails the same way first, and otherwise moves nothing: it either
-    // fails too (ENOMEM) or grows a range that ends its mapping into free
-    // addresses, which are unmapped again at once.
-    static bool one_mapping(std::byte* p, std::size_t n) noexcept {
-        void* r = ::mremap(p, n, n + detail::page_size, 0);
-        if (r == MAP_FAILED) return errno != EFAULT;
-        ::munmap(p + n, detail::page_size);
-        return true;
-    }
-
     static void prefork(detail::fork_member*) noexcept { shared().lock.lock(); }
     static void postfork(detail::fork_member*) noexcept { shared().lock.unlock(); }
 
@@ -350,10 +345,14 @@ private:
             return nullptr;
         }
         void unmap_arena(backend::span* a) noexcept {
+            ::munmap(a->base, a->bytes);
+            forget_arena(a);
+        }
+        // An arena whose addresses are no longer ours to unmap.
+        void forget_arena(backend::span* a) noexcept {
             arenas.erase(arenas.iterator_to(*a));
             --arena_count;
             reserved -= a->bytes;
-            ::munmap(a->base, a->bytes);
             records.recycle(a);
         }
     };

@@ -67,10 +67,10 @@ public:
     bool move(void* from, std::size_t n, void* to, std::size_t m) noexcept
         requires moving_source<Upstream>
     {
-        if (!up_.move(from, n, to, m)) return false;
-        ++deallocations_;   // `from` is taken back
-        bytes_ -= n;
-        return true;
+        const bool moved = up_.move(from, n, to, m);
+        ++deallocations_;   // `from` is taken back, or else `to`
+        bytes_ -= moved ? n : m;
+        return moved;
     }
 
     std::size_t bytes() const noexcept { return bytes_; }

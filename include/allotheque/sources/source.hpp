@@ -28,7 +28,8 @@
 //                                  allocate_apart's) without copying them;
 //                                  the rest of `to` reads as zero, and `from`
 //                                  is taken back as by deallocate. False:
-//                                  nothing was done
+//                                  `from` is untouched and `to` taken back
+//                                  (the caller no longer owns it)
 #pragma once
 #include <concepts>
 #include <cstddef>
