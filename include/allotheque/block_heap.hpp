@@ -190,7 +190,20 @@ public:
     bool try_resize(void* p, std::size_t n) noexcept {
         if (n > max_size) return false;
         auto* q = static_cast<std::byte*>(p);
-        span* sp = checked_span(q, "try_resize(p)");
+        return resize_in(q, *checked_span(q, "try_resize(p)"), n);
+    }
+    // p's span sp already found by a caller that checked it as for
+    // deallocate(p, sp) (the malloc's realloc): no second lookup.
+    bool try_resize(void* p, span& sp, std::size_t n) noexcept {
+        if (n > max_size) return false;
+        auto* q = static_cast<std::byte*>(p);
+        if (sp.state == state::block) check_extent(q, sp, tags::head(tags::block_of(q)), "try_resize(p)");
+        return resize_in(q, sp, n);
+    }
+
+private:
+    bool resize_in(std::byte* q, span& s, std::size_t n) noexcept {
+        span* const sp = &s;
         if (sp->state == state::large) {
             if (!is_large(n)) return false;
             if (!spans_.resize(sp, detail::round_up(sp->chunk + n, detail::page_size))) return false;
@@ -205,6 +218,7 @@ public:
         return P::try_extend(root_, q, P::block_for(n));
     }
 
+public:
     // A large block moved to hold n bytes without copying it, where its span
     // is a region of its own and the source moves pages (heap::try_move_large
     // says when): the new address, or nullptr with p as it was. Aligned

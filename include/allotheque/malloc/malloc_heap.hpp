@@ -65,6 +65,7 @@ concept block_malloc_heap = detail::malloc_heap_common<H> && requires(H& h, void
     h.deallocate(p, sp);
     { H::span_of_block(p) } -> std::same_as<backend::span&>;
     { h.try_resize(p, n) } -> std::same_as<bool>;
+    { h.try_resize(p, sp, n) } -> std::same_as<bool>;
     { h.try_move_large(p, n) } -> std::same_as<void*>;
 } && !exact_malloc_heap<H>;
 
@@ -86,7 +87,7 @@ constexpr bool check_malloc_heap() {
                   "allotheque malloc: the heap must be a heap<P, S, O> (span_of_any, span_at, span_of_block, marks, "
                   "deallocate(p, span), deallocate_chunk(p, span), deallocate_queued(p, span), try_grow_large(p, n), "
                   "try_move_large(p, n)) or a block_heap<P, S, O> (usable_size, deallocate(p), deallocate(p, span), "
-                  "span_of_block, try_resize(p, n), try_move_large(p, n))");
+                  "span_of_block, try_resize(p, n), try_resize(p, span, n), try_move_large(p, n))");
     static_assert(H::granularity >= 16,
                   "allotheque malloc: malloc's blocks are 16-byte aligned: use heap_config{.granularity = 16} "
                   "(allotheque::malloc_options)");

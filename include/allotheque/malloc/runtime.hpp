@@ -563,7 +563,7 @@ private:
         thread_heap* th = tl_heap;
         if (static_cast<const void*>(th) != sp->owner) return nullptr;
         if constexpr (block_heap) {
-            if (th->heap.try_resize(p, n)) return p;
+            if (th->heap.try_resize(p, *sp, n)) return p;
             return th->heap.try_move_large(p, n);
         } else {
             // By the span: a block aligned beyond what classes give is a span
