@@ -259,6 +259,58 @@ TEMPLATE_TEST_CASE("block_heap: large blocks round-trip", "[block_heap]", BLOCK_
     CHECK(ledger.balanced());
 }
 
+// try_resize(p, n) finds p's span itself; try_resize(p, span, n) takes the
+// one a caller found (the malloc's realloc): random growths and shrinks of
+// live blocks, by either form, against the contents each block must keep.
+TEMPLATE_TEST_CASE("block_heap: try_resize in place, by pointer or by span", "[block_heap]", BLOCK_HEAPS) {
+    using H = TestType;
+    source_ledger ledger;
+    {
+        H h{tracking_source(ledger)};
+        std::mt19937_64 rng(77);
+        struct live { void* p; std::size_t n; std::uint64_t seed; };
+        std::vector<live> v;
+        std::uint64_t seed = 0;
+        std::size_t grown = 0, refused = 0;
+        const auto size = [&rng] {
+            return (rng() % 8 == 0) ? 64 * 1024 + rng() % (1 << 20) : 1 + rng() % 3000;
+        };
+        for (int step = 0; step < 4000; ++step) {
+            const unsigned op = rng() % 4;
+            if (op == 0 || v.empty()) {
+                const std::size_t n = size();
+                void* p = h.allocate(al::request{n});
+                REQUIRE(p);
+                fill(p, n, ++seed);
+                v.push_back({p, n, seed});
+            } else if (op == 1) {
+                const std::size_t i = rng() % v.size();
+                CHECK(check(v[i].p, v[i].n, v[i].seed));
+                h.deallocate(v[i].p);
+                v[i] = v.back();
+                v.pop_back();
+            } else {
+                live& b = v[rng() % v.size()];
+                const std::size_t n = size();
+                const bool ok = op == 2 ? h.try_resize(b.p, n) : h.try_resize(b.p, H::span_of_block(b.p), n);
+                CHECK(check(b.p, std::min(b.n, n), b.seed));
+                if (ok) {
+                    ++grown;
+                    CHECK(H::usable_size(b.p) >= n);
+                    b.n = n;
+                    fill(b.p, n, b.seed = ++seed);
+                } else {
+                    ++refused;
+                }
+            }
+        }
+        CHECK(grown > 100);
+        CHECK(refused > 100);
+        for (const live& b : v) CHECK(check(b.p, b.n, b.seed));
+    }
+    CHECK(ledger.balanced());
+}
+
 TEMPLATE_TEST_CASE("block_heap: one free block is split for many small requests", "[block_heap]", BLOCK_HEAPS) {
     using H = TestType;
     source_ledger ledger;
