@@ -130,7 +130,7 @@ public:
         auto* const b = static_cast<std::byte*>(from);
         auto* const t = static_cast<std::byte*>(to);
         backend::span* const target = st.arena_of(t);
-        if (!target || target->base != t || target->bytes != m) return false;
+        if (!target || target->base != t || target->bytes != m || target->contains(b)) return false;
         backend::span* arena = st.arena_of(b);
         backend::span* r = st.records.make(st.meta);   // `from` once it is free
         if (n == 0 || n > m || !arena || n > static_cast<std::size_t>(arena->end() - b) || !r ||
