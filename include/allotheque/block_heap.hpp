@@ -190,7 +190,7 @@ public:
     bool try_resize(void* p, std::size_t n) noexcept {
         if (n > max_size) return false;
         auto* q = static_cast<std::byte*>(p);
-        return resize_in(q, *checked_span(q, "try_resize(p)"), n);
+        return resize_in(q, checked_span(q, "try_resize(p)"), n);
     }
     // p's span sp already found by a caller that checked it as for
     // deallocate(p, sp) (the malloc's realloc): no second lookup.
@@ -198,27 +198,9 @@ public:
         if (n > max_size) return false;
         auto* q = static_cast<std::byte*>(p);
         if (sp.state == state::block) check_extent(q, sp, tags::head(tags::block_of(q)), "try_resize(p)");
-        return resize_in(q, sp, n);
+        return resize_in(q, &sp, n);
     }
 
-private:
-    bool resize_in(std::byte* q, span& s, std::size_t n) noexcept {
-        span* const sp = &s;
-        if (sp->state == state::large) {
-            if (!is_large(n)) return false;
-            if (!spans_.resize(sp, detail::round_up(sp->chunk + n, detail::page_size))) return false;
-            sp->request = n;
-            if constexpr (detail::poison::enabled) detail::poison::expose(q, n);
-            return true;
-        }
-        if (is_large(n)) return false;
-        // A shrink writes a free block's tags into the old tail, and the old
-        // size is not known here: the whole block is opened.
-        if constexpr (detail::poison::enabled) detail::poison::expose(q, payload_bytes(q));
-        return P::try_extend(root_, q, P::block_for(n));
-    }
-
-public:
     // A large block moved to hold n bytes without copying it, where its span
     // is a region of its own and the source moves pages (heap::try_move_large
     // says when): the new address, or nullptr with p as it was. Aligned
@@ -284,6 +266,21 @@ public:
     }
 
 private:
+    bool resize_in(std::byte* q, span* sp, std::size_t n) noexcept {
+        if (sp->state == state::large) {
+            if (!is_large(n)) return false;
+            if (!spans_.resize(sp, detail::round_up(sp->chunk + n, detail::page_size))) return false;
+            sp->request = n;
+            if constexpr (detail::poison::enabled) detail::poison::expose(q, n);
+            return true;
+        }
+        if (is_large(n)) return false;
+        // A shrink writes a free block's tags into the old tail, and the old
+        // size is not known here: the whole block is opened.
+        if constexpr (detail::poison::enabled) detail::poison::expose(q, payload_bytes(q));
+        return P::try_extend(root_, q, P::block_for(n));
+    }
+
     static constexpr bool is_large(std::size_t n, std::size_t a = 0) noexcept {
         return n > cfg.large_threshold || a > max_alignment;
     }
