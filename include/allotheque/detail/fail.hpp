@@ -26,8 +26,12 @@ inline void write_err(const char* s) noexcept {
     write_all(2, s, n);
 }
 
-// "<who>: <what>[ in <where>]: 0x<pointer>" and abort().
-[[noreturn, gnu::cold]] inline void fail(const char* who, const char* what, const char* where, const void* p) noexcept {
+// "<who>: <what>[ in <where>]: 0x<pointer>" and abort(). Never inlined: a
+// copy of its formatting in a cold caller counts against g++'s growth limit
+// for the whole unit (one such call in arena_source::move cost the Lea
+// library's malloc+free 11 instructions, pair 201 -> 212).
+[[noreturn, gnu::cold, gnu::noinline]] inline void fail(const char* who, const char* what, const char* where,
+                                                     const void* p) noexcept {
     char hex[2 + 16 + 2] = "0x";
     auto v = reinterpret_cast<std::uintptr_t>(p);
     for (int i = 0; i < 16; ++i) hex[2 + i] = "0123456789abcdef"[(v >> (60 - 4 * i)) & 0xf];
@@ -44,7 +48,7 @@ inline void write_err(const char* s) noexcept {
     write_err(hex);
     std::abort();
 }
-[[noreturn, gnu::cold]] inline void fail(const char* who, const char* what, const void* p) noexcept {
+[[noreturn, gnu::cold, gnu::noinline]] inline void fail(const char* who, const char* what, const void* p) noexcept {
     fail(who, what, nullptr, p);
 }
 
