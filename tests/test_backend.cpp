@@ -639,7 +639,13 @@ TEST_CASE("arena_source: move takes a range's pages to a mapping of their own", 
     auto* to = static_cast<std::byte*>(s.allocate_apart(m));
     REQUIRE(to);
     CHECK(al::arena_source::handed_out_bytes() == held + m);
-    CHECK(!s.move(a, n, to, n - page));   // not the size allocate_apart gave: refused untouched
+    {   // Not the size allocate_apart gave, or not one of its ranges: the caller's bug, aborted.
+        auto [aborted, err] = in_child([&] { (void)s.move(a, n, to, n - page); });
+        CHECK(aborted);
+        CHECK(err.find("arena_source::move: target is not a range of allocate_apart's") != std::string::npos);
+        CHECK(in_child([&] { (void)s.move(a, n, after, 16 * page); }).first);
+        CHECK(in_child([&] { (void)s.move(to + page, page, to, m); }).first);   // `to` holds `from`
+    }
     CHECK(al::arena_source::handed_out_bytes() == held + m);
     {   // A target too small for the range: refused, and the target taken back.
         auto* small = static_cast<std::byte*>(s.allocate_apart(n - page));

@@ -24,26 +24,20 @@
 // (detail/fork_guard.hpp), from the first use on.
 // Addresses the heap gives back must be ranges it got, as for every source.
 #pragma once
-#include <pthread.h>
 #include <sys/mman.h>
 
 #include <atomic>
-#include <cerrno>
 #include <cstddef>
 #include <mutex>
-#include <new>
 
-#include <boost/intrusive/list.hpp>
-
-#include <allotheque/backend/range_set.hpp>
-#include <allotheque/backend/record_pool.hpp>
+#include <allotheque/backend/arena_set.hpp>
 #include <allotheque/backend/span.hpp>
 #include <allotheque/detail/bits.hpp>
+#include <allotheque/detail/fail.hpp>
 #include <allotheque/detail/fork_guard.hpp>
 #include <allotheque/detail/immortal.hpp>
 #include <allotheque/detail/os_mutex.hpp>
 #include <allotheque/detail/remap.hpp>
-#include <allotheque/sources/mmap_source.hpp>
 #include <allotheque/sources/source.hpp>
 
 namespace allotheque {
@@ -52,11 +46,9 @@ class arena_source {
 public:
     static constexpr bool zeroed = true;
     static constexpr bool thread_safe = true;
-    static constexpr std::size_t first_arena = std::size_t{64} << 20;
-    static constexpr std::size_t max_arena = std::size_t{1} << 30;
-    // Where a reserved arena starts (map_aligned): a multiple of every
-    // address class the library's heaps use.
-    static constexpr std::size_t arena_align = std::size_t{2} << 20;
+    static constexpr std::size_t first_arena = backend::arena_set::first_arena;
+    static constexpr std::size_t max_arena = backend::arena_set::max_arena;
+    static constexpr std::size_t arena_align = backend::arena_set::arena_align;
 
     void* allocate(std::size_t n, const void* /*near: ranges are handed out in address order*/) noexcept {
         state& st = shared();
@@ -120,33 +112,31 @@ public:
     // pages move with mremap, where a copy would hold the old and the new
     // block at once (a buffer doubled to 512 MiB peaked at 769 MB against
     // glibc's 513, which remaps its mapped chunks). `to` must be a whole
-    // range of allocate_apart's: anything else is refused untouched. Once it
-    // is, a refusal takes `to` back; where mremap failed after the kernel had
-    // unmapped it (a late ENOMEM under strict overcommit), its addresses may
-    // be another thread's by now, and they are forgotten, never unmapped.
+    // range of allocate_apart's, not holding `from`: anything else is the
+    // caller's bug and aborts, since no answer would leave the caller's
+    // count of `to` right. A refusal takes `to` back; where mremap failed
+    // after the kernel had unmapped it (a late ENOMEM under strict
+    // overcommit), its addresses may be another thread's by now, and they
+    // are forgotten, never unmapped.
     [[gnu::noinline, gnu::cold]] bool move(void* from, std::size_t n, void* to, std::size_t m) noexcept {
         state& st = shared();
         std::lock_guard g(st.lock);
         auto* const b = static_cast<std::byte*>(from);
         auto* const t = static_cast<std::byte*>(to);
         backend::span* const target = st.arena_of(t);
-        if (!target || target->base != t || target->bytes != m || target->contains(b)) return false;
+        if (!target || target->base != t || target->bytes != m || target->contains(b))
+            detail::fail("arena_source::move", "target is not a range of allocate_apart's", to);
         backend::span* arena = st.arena_of(b);
         backend::span* r = st.records.make(st.meta);   // `from` once it is free
         if (n == 0 || n > m || !arena || n > static_cast<std::size_t>(arena->end() - b) || !r ||
             !detail::one_mapping(b, n)) {
             if (r) st.records.recycle(r);
-            st.handed_out -= m;
-            st.unmap_arena(target);   // untouched: still ours
+            st.refuse_target(target, true);   // untouched: still ours
             return false;
         }
         if (::mremap(from, n, m, MREMAP_MAYMOVE | MREMAP_FIXED, to) == MAP_FAILED) {
             st.records.recycle(r);
-            st.handed_out -= m;
-            if (detail::map_again(to, m))
-                st.unmap_arena(target);
-            else
-                st.forget_arena(target);
+            st.refuse_target(target, detail::map_again(to, m));
             return false;
         }
         st.handed_out -= n;
@@ -200,33 +190,14 @@ private:
     static void prefork(detail::fork_member*) noexcept { shared().lock.lock(); }
     static void postfork(detail::fork_member*) noexcept { shared().lock.unlock(); }
 
-    struct state {
+    // The arenas, and what the source adds: its mutex, the bytes handed out,
+    // and its place in the fork guard.
+    struct state : backend::arena_set {
         detail::os_mutex lock;
-        backend::range_set free;
-        backend::record_pool<backend::span> records;
-        mmap_source meta;
-        backend::bi::list<backend::span, backend::bi::member_hook<backend::span, backend::span::list_hook, &backend::span::by_age>,
-                 backend::bi::constant_time_size<false>>
-            arenas;
-        std::size_t arena_count = 0, reserved = 0, handed_out = 0;
-        std::size_t next_size = first_arena;
+        std::size_t handed_out = 0;
         std::atomic<bool> fork_registered{false};
         detail::fork_member fork{nullptr, nullptr, &arena_source::prefork, &arena_source::postfork,
                                  &arena_source::postfork, false};
-
-        // [b, b+n) of `arena` free again (r: a record for it); an arena
-        // wholly free is unmapped, unless it is the last one.
-        void take_back(backend::span* r, std::byte* b, std::size_t n, backend::span* arena) noexcept {
-            r->base = b;
-            r->bytes = n;
-            r->region = arena;
-            r = free.insert(r, [this](backend::span* x) noexcept { records.recycle(x); });
-            if (r->base == arena->base && r->bytes == arena->bytes && arena_count > 1) {
-                free.erase(r);
-                records.recycle(r);
-                unmap_arena(arena);
-            }
-        }
 
         void register_fork_handlers() noexcept {
             if (fork_registered.load(std::memory_order_acquire)) return;
@@ -236,124 +207,14 @@ private:
             if (fork_registered.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
                 detail::fork_guard::join(&fork, detail::fork_guard::sources);
         }
-
-        bool reserve(std::size_t n) noexcept {
-            const std::size_t exact = detail::round_up(n, detail::page_size);
-            if (exact < n) return false;
-            backend::span* a = records.make(meta);
-            backend::span* f = a ? records.make(meta) : nullptr;
-            if (!f) {
-                if (a) records.recycle(a);
-                return false;
-            }
-            std::size_t size = next_size > n ? next_size : exact;
-            void* m = MAP_FAILED;
-            bool refused = false;
-            for (;;) {
-                // An arena sized for one request is mapped as the C library
-                // would map that block, so the kernel's overcommit policy
-                // judges it: a request no memory could back (64 TiB) fails
-                // here, at once, instead of succeeding as a reservation.
-                const int noreserve = size > exact ? MAP_NORESERVE : 0;
-                if (noreserve) {
-                    m = map_aligned(size);
-                    if (m != MAP_FAILED) break;
-                }
-                m = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | noreserve, -1, 0);
-                if (m != MAP_FAILED || size <= n) break;
-                refused = true;
-                size = detail::round_up(size / 2 > n ? size / 2 : n, detail::page_size);
-            }
-            // Refused at the request's own size: unmap the free ends of the
-            // arenas and try that size once more.
-            if (m == MAP_FAILED && release_free_ends() > 0)
-                m = ::mmap(nullptr, size = exact, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (m == MAP_FAILED) {
-                records.recycle(f);
-                records.recycle(a);
-                return false;
-            }
-            // Refused first: the address space is nearly all taken (a tight
-            // `ulimit -v`). An arena of all that is left would leave nothing
-            // for what is mapped beside the arenas (page-map leaves, span
-            // records), and a heap with free arena space could then fail to
-            // use it: keep half, at least the request.
-            if (refused && size > exact) {
-                const std::size_t keep = detail::round_up(size / 2 > exact ? size / 2 : exact, detail::page_size);
-                if (keep < size) {
-                    ::munmap(static_cast<std::byte*>(m) + keep, size - keep);
-                    size = keep;
-                }
-            }
-            if (next_size < max_arena) next_size *= 2;
-            a->base = static_cast<std::byte*>(m);
-            a->bytes = size;
-            a->state = backend::span_state::region;
-            arenas.push_back(*a);
-            ++arena_count;
-            reserved += size;
-            f->base = a->base;
-            f->bytes = size;
-            f->region = a;
-            free.insert(f, [this](backend::span* x) noexcept { records.recycle(x); });
-            return true;
-        }
-        // A reservation of `size` bytes starting on an arena_align boundary
-        // (the slack around it given back at once), or MAP_FAILED. Where a
-        // span lands among the classes of an address attribute (Velox' 64
-        // KiB vicinities, Medius' pages) then no longer depends on what the
-        // process mapped before: one page more of program text moved
-        // velox_heap's instructions on random sizes by 3 %.
-        static void* map_aligned(std::size_t size) noexcept {
-            const std::size_t slack = arena_align - detail::page_size;
-            if (size > ~std::size_t{0} - slack) return MAP_FAILED;
-            void* m = ::mmap(nullptr, size + slack, PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (m == MAP_FAILED) return m;
-            auto* const b = static_cast<std::byte*>(m);
-            const std::size_t head = detail::round_up(detail::address_of(b), arena_align) - detail::address_of(b);
-            if (head != 0) ::munmap(b, head);
-            if (slack - head != 0) ::munmap(b + head + size, slack - head);
-            return b + head;
-        }
-        // Unmaps every arena's free end (a wholly free arena goes, even the
-        // last one); the bytes unmapped.
-        std::size_t release_free_ends() noexcept {
-            std::size_t released = 0;
-            for (auto it = arenas.begin(); it != arenas.end();) {
-                backend::span& a = *it++;
-                backend::span* f = free.containing(a.end() - 1);
-                if (!f || f->region != &a) continue;
-                std::byte* const base = f->base;
-                const std::size_t bytes = f->bytes;
-                free.erase(f);
-                records.recycle(f);
-                released += bytes;
-                if (base == a.base) {
-                    unmap_arena(&a);
-                    continue;
-                }
-                ::munmap(base, bytes);
-                a.bytes -= bytes;
-                reserved -= bytes;
-            }
-            return released;
-        }
-        backend::span* arena_of(const std::byte* p) noexcept {
-            for (backend::span& a : arenas)
-                if (a.contains(p)) return &a;
-            return nullptr;
-        }
-        void unmap_arena(backend::span* a) noexcept {
-            ::munmap(a->base, a->bytes);
-            forget_arena(a);
-        }
-        // An arena whose addresses are no longer ours to unmap.
-        void forget_arena(backend::span* a) noexcept {
-            arenas.erase(arenas.iterator_to(*a));
-            --arena_count;
-            reserved -= a->bytes;
-            records.recycle(a);
+        // A move's target, refused: handed out no more, and unmapped where
+        // its addresses are still ours.
+        void refuse_target(backend::span* target, bool ours) noexcept {
+            handed_out -= target->bytes;
+            if (ours)
+                unmap_arena(target);
+            else
+                forget_arena(target);
         }
     };
 

@@ -25,7 +25,8 @@
 //   s.move(from, n, to, m) -> bool moves the pages of [from, from+n) to the
 //                                  start of [to, to+m) (n <= m; `from` a
 //                                  range it handed out, `to` one of
-//                                  allocate_apart's) without copying them;
+//                                  allocate_apart's, else the caller's bug)
+//                                  without copying them;
 //                                  the rest of `to` reads as zero, and `from`
 //                                  is taken back as by deallocate. False:
 //                                  `from` is untouched and `to` taken back
