@@ -48,6 +48,7 @@
 #include <allotheque/backend/page_map.hpp>
 #include <allotheque/backend/range_set.hpp>
 #include <allotheque/backend/record_pool.hpp>
+#include <allotheque/backend/arena_set.hpp>
 #include <allotheque/backend/span_provider.hpp>
 #include <allotheque/backend/span_pool.hpp>
 #include <allotheque/backend/span_registry.hpp>
