@@ -112,6 +112,12 @@
 //                            realloc and free, contents checked [0249445: all
 //                            seven abort as a foreign pointer; the mapped ones:
 //                            7792c69, the same]
+//   glibc_hugetlb_arenas     glibc_main_heap with GLIBC_TUNABLES=
+//                            glibc.malloc.hugetlb=2 (run_adversarial.sh sets
+//                            it): glibc 2.35+ then aligns its thread heaps to
+//                            four huge pages, 8 MiB, not 64, and its main
+//                            heap leaves the break for mappings [2af2e6f:
+//                            all seven abort as a foreign pointer]
 //   rlimit_data              RLIMIT_DATA 256 MiB above the start: 1 MiB
 //                            blocks until NULL (ENOMEM) are at least 160,
 //                            and 95 % of them again, five times, after they
@@ -1530,6 +1536,7 @@ int rlimit_new_thread() {
 // thread's small blocks go) are used through malloc_usable_size, resized by
 // realloc and freed by free, operator delete and realloc(p, 0).
 extern "C" {
+extern char end;   // the linker's: the program's end, where the break's heap begins
 void* __libc_malloc(size_t);
 void* __libc_calloc(size_t, size_t);
 void* __libc_memalign(size_t, size_t);
@@ -1615,6 +1622,22 @@ int glibc_main_heap() {
     free(mine);
     printf("OK glibc_main_heap\n");
     return 0;
+}
+
+// The same blocks with glibc asked for huge pages: its thread arenas' heaps
+// are then aligned to four huge pages (glibc 2.35 and later; earlier ones
+// ignore the tunable and this is glibc_main_heap again).
+int glibc_hugetlb_arenas() {
+    const char* t = getenv("GLIBC_TUNABLES");
+    if (!t || !strstr(t, "glibc.malloc.hugetlb=2")) die("GLIBC_TUNABLES does not ask for glibc.malloc.hugetlb=2");
+    // Where glibc took the tunable, its main heap left the break: its small
+    // blocks lie in mappings, recognised on their headers alone.
+    void* p = __libc_malloc(100);
+    if (!p) die("glibc's malloc failed");
+    const char* c = static_cast<const char*>(p);
+    printf("glibc's main heap: %s the break\n", c >= &end && c < static_cast<const char*>(sbrk(0)) ? "on" : "off");
+    free(p);
+    return glibc_main_heap();
 }
 
 // Three blocks of the sizes `xz -9 -T2` asks for (96.5, 64.3 and 512 MiB)
@@ -1934,6 +1957,7 @@ int main(int argc, char** argv) {
     if (c == "rlimit_reserved_ends") return rlimit_reserved_ends();
     if (c == "new_handler") return new_handler_case();
     if (c == "glibc_main_heap") return glibc_main_heap();
+    if (c == "glibc_hugetlb_arenas") return glibc_hugetlb_arenas();
     if (c == "rlimit_data") return rlimit_data();
     if (c == "remote_after_local_free" || c == "remote_twice_after_drain" || c == "realloc_freed" ||
         c == "realloc_moved_freed")

@@ -26,6 +26,9 @@ misuse=no
 # spike_then_small waits for the large-block cache's peak to age: ten to
 # twenty purge delays, 10-20 s by default, 200-400 ms with this one.
 [ "$case_name" = spike_then_small ] && export ALLOTHEQUE_PURGE_DELAY_MS=20
+# glibc's thread heaps aligned for huge pages (8 MiB, not 64): glibc reads
+# the tunable at start, so it goes in the environment.
+[ "$case_name" = glibc_hugetlb_arenas ] && export GLIBC_TUNABLES=glibc.malloc.hugetlb=2
 case $case_name in
 remote_after_local_free|remote_twice_after_drain|realloc_freed|realloc_moved_freed) misuse=yes ;;
 esac
