@@ -116,8 +116,9 @@
 //                            glibc.malloc.hugetlb=2 (run_adversarial.sh sets
 //                            it): glibc 2.35+ then aligns its thread heaps to
 //                            four huge pages, 8 MiB, not 64, and its main
-//                            heap leaves the break for mappings [2af2e6f:
-//                            all seven abort as a foreign pointer]
+//                            heap leaves the break for mappings; the
+//                            program unsets the variable before its frees
+//                            [2af2e6f: all seven abort as a foreign pointer]
 //   rlimit_data              RLIMIT_DATA 256 MiB above the start: 1 MiB
 //                            blocks until NULL (ENOMEM) are at least 160,
 //                            and 95 % of them again, five times, after they
@@ -1637,6 +1638,9 @@ int glibc_hugetlb_arenas() {
     const char* c = static_cast<const char*>(p);
     printf("glibc's main heap: %s the break\n", c >= &end && c < static_cast<const char*>(sbrk(0)) ? "on" : "off");
     free(p);
+    // glibc read the tunable at its start; a program may drop it from its
+    // environment since (for its children), and glibc's heaps stay as they are.
+    unsetenv("GLIBC_TUNABLES");
     return glibc_main_heap();
 }
 

@@ -58,7 +58,12 @@ struct glibc_heap {
     // before any block of this library existed), not a static initialiser:
     // the library has none. Null before that: no block is glibc's then.
     static inline constinit std::atomic<char*> start{nullptr};
-    static void note_start() noexcept { start.store(static_cast<char*>(::sbrk(0)), std::memory_order_relaxed); }
+    // GLIBC_TUNABLES is read here too, as near glibc's own reading as the
+    // library gets, before the program can change its environment.
+    static void note_start() noexcept {
+        start.store(static_cast<char*>(::sbrk(0)), std::memory_order_relaxed);
+        note_huge_heap();
+    }
 
     // Each test out of line and cold: inlined into the three cold callers in
     // the malloc's unit, the tests' growth moved g++'s inlining of hot code
@@ -144,17 +149,18 @@ struct glibc_heap {
                next_bytes % 16 == 0;
     }
     // glibc's heap alignment under glibc.malloc.hugetlb (GLIBC_TUNABLES,
-    // read once, as glibc does at start): four times the huge page, the
-    // system's default one (/proc/meminfo's Hugepagesize) for 2, the value
-    // itself for a page size; 0 where the tunable asks for none. Neither
-    // getenv nor the reads below allocate: this runs inside free.
+    // read once, at the library's start as glibc reads it at its own):
+    // four times the huge page, the system's default one (/proc/meminfo's
+    // Hugepagesize) for 2, the value itself for a page size; 0 where the
+    // tunable asks for none. Neither getenv nor the reads below allocate.
     static inline constinit std::atomic<std::uintptr_t> huge_heap{~std::uintptr_t{0}};
     [[nodiscard]] static std::uintptr_t huge_heap_size() noexcept {
-        std::uintptr_t v = huge_heap.load(std::memory_order_relaxed);
-        if (v == ~std::uintptr_t{0}) {
-            v = 4 * huge_page_asked(std::getenv("GLIBC_TUNABLES"));
-            huge_heap.store(v, std::memory_order_relaxed);
-        }
+        const std::uintptr_t v = huge_heap.load(std::memory_order_relaxed);
+        return v != ~std::uintptr_t{0} ? v : note_huge_heap();
+    }
+    [[gnu::noinline, gnu::cold]] static std::uintptr_t note_huge_heap() noexcept {
+        const std::uintptr_t v = 4 * huge_page_asked(std::getenv("GLIBC_TUNABLES"));
+        huge_heap.store(v, std::memory_order_relaxed);
         return v;
     }
     // The huge page glibc.malloc.hugetlb=N asks for (0: none), from the
