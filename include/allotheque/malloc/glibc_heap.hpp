@@ -83,13 +83,18 @@ struct glibc_heap {
     // A chunk is two words before its block: the bytes of alignment padding
     // before it (mapped chunks only; 0 unless memalign moved the block), then
     // its size with the flags in the low three bits.
-    static constexpr std::size_t is_mmapped = 2;
+    static constexpr std::size_t prev_inuse = 1, is_mmapped = 2, non_main_arena = 4;
+    // Block a's chunk header, where a is aligned as glibc's blocks are and
+    // the header's page is mapped (its 16 bytes share one page).
+    [[nodiscard]] static bool read_header(std::uintptr_t a, std::size_t (&head)[2]) noexcept {
+        if (a % 16 != 0 || a < 16 || !mapped(a - 16)) return false;
+        std::memcpy(head, reinterpret_cast<const void*>(a - 16), sizeof head);
+        return true;
+    }
     [[nodiscard, gnu::noinline, gnu::cold]] static bool is_mapped_chunk(const void* p) noexcept {
         const auto a = reinterpret_cast<std::uintptr_t>(p);
-        if (a % 16 != 0 || a < 16 || !mapped(a - 16)) return false;   // the header's 16 bytes share one page
         std::size_t head[2];
-        std::memcpy(head, reinterpret_cast<const void*>(a - 16), sizeof head);
-        if (!(head[1] & is_mmapped) || head[0] > a - 16) return false;
+        if (!read_header(a, head) || !(head[1] & is_mmapped) || head[0] > a - 16) return false;
         const std::uintptr_t block = a - 16 - head[0];
         const std::size_t total = head[0] + (head[1] & ~std::size_t{7});
         return (block | total) % kernel_page() == 0 && total != 0;
@@ -102,7 +107,6 @@ struct glibc_heap {
     // Both are tried, the signature deciding: glibc may have ignored the
     // tunable (a setuid program).
     static constexpr std::uintptr_t heap_max_size = std::uintptr_t{64} << 20;
-    static constexpr std::size_t non_main_arena = 4;
     static constexpr std::uintptr_t heap_info_max_bytes = 64;
     [[nodiscard, gnu::noinline, gnu::cold]] static bool in_other_arena(const void* p) noexcept {
         if (in_other_arena(p, heap_max_size)) return true;
@@ -111,12 +115,12 @@ struct glibc_heap {
     }
     [[nodiscard]] static bool in_other_arena(const void* p, std::uintptr_t heap_bytes) noexcept {
         const auto a = reinterpret_cast<std::uintptr_t>(p);
-        if (a % 16 != 0 || a < heap_bytes) return false;
+        std::size_t head[2];
+        if (a < heap_bytes || !read_header(a, head)) return false;
         const std::uintptr_t chunk = a - 16, heap = chunk & ~(heap_bytes - 1);
-        if (!mapped(chunk) || !mapped(heap)) return false;
-        std::size_t size;
-        std::memcpy(&size, reinterpret_cast<const void*>(chunk + 8), sizeof size);
-        if ((size & (non_main_arena | is_mmapped)) != non_main_arena || size > heap_bytes) return false;
+        const std::size_t size = head[1];
+        if (!mapped(heap) || (size & (non_main_arena | is_mmapped)) != non_main_arena || size > heap_bytes)
+            return false;
         std::uintptr_t info[3];   // arena, previous heap, size
         std::memcpy(info, reinterpret_cast<const void*>(heap), sizeof info);
         if (chunk < heap + heap_info_max_bytes || chunk + (size & ~std::size_t{7}) > heap + info[2] ||
@@ -131,14 +135,12 @@ struct glibc_heap {
     }
     // A main-heap chunk where glibc's main heap is off the break (huge pages
     // asked for), judged as glibc's free judges one.
-    static constexpr std::size_t prev_inuse = 1;
     [[nodiscard, gnu::noinline, gnu::cold]] static bool in_main_mapping(const void* p) noexcept {
         if (huge_heap_size() == 0) return false;
         const auto a = reinterpret_cast<std::uintptr_t>(p);
-        if (a % 16 != 0 || a < 16 || !mapped(a - 16)) return false;
-        std::size_t size;
-        std::memcpy(&size, reinterpret_cast<const void*>(a - 8), sizeof size);
-        const std::size_t bytes = size & ~std::size_t{7};
+        std::size_t head[2];
+        if (!read_header(a, head)) return false;
+        const std::size_t size = head[1], bytes = size & ~std::size_t{7};
         if (size & (non_main_arena | is_mmapped) || bytes < 32 || bytes % 16 != 0) return false;
         const std::uintptr_t next = a - 16 + bytes;   // 16-aligned: its header shares one page
         if (next < a || !mapped(next)) return false;
@@ -169,28 +171,14 @@ struct glibc_heap {
         static constexpr char key[] = "glibc.malloc.hugetlb=";
         std::uintptr_t asked = 0;
         for (const char* t = tunables; t && *t;) {
-            if (std::strncmp(t, key, sizeof key - 1) == 0) asked = number(t + sizeof key - 1);
+            // Base 0, as glibc reads tunables: 0x hexadecimal, 0 octal.
+            if (std::strncmp(t, key, sizeof key - 1) == 0) asked = std::strtoull(t + sizeof key - 1, nullptr, 0);
             t = std::strchr(t, ':');
             if (t) ++t;
         }
         if (asked == 2) asked = default_huge_page();
         // Not a page size: glibc finds no such huge page and asks for none.
         return asked >= 4096 && (asked & (asked - 1)) == 0 ? asked : 0;
-    }
-    // A tunable's value as glibc reads it: decimal, or hex after 0x.
-    [[nodiscard]] static std::uintptr_t number(const char* s) noexcept {
-        std::uintptr_t v = 0;
-        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-            for (s += 2;; ++s) {
-                const char c = *s;
-                const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                                         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-                if (d < 0) return v;
-                v = v * 16 + static_cast<std::uintptr_t>(d);
-            }
-        }
-        for (; *s >= '0' && *s <= '9'; ++s) v = v * 10 + static_cast<std::uintptr_t>(*s - '0');
-        return v;
     }
     // /proc/meminfo's "Hugepagesize: N kB", in bytes (0 when absent).
     [[nodiscard]] static std::uintptr_t default_huge_page() noexcept {
@@ -204,9 +192,7 @@ struct glibc_heap {
         buf[got] = '\0';
         const char* line = std::strstr(buf, "Hugepagesize:");
         if (!line) return 0;
-        line += sizeof "Hugepagesize:" - 1;
-        while (*line == ' ') ++line;
-        return number(line) * 1024;
+        return std::strtoull(line + sizeof "Hugepagesize:" - 1, nullptr, 10) * 1024;
     }
     [[nodiscard]] static bool mapped(std::uintptr_t a) noexcept {
         unsigned char resident;
