@@ -2,7 +2,8 @@
 // through hash_table, list and rb_tree levels (one class lookup per run of
 // consecutive same-class chunks). Every partition shape the library ships.
 // deallocate_range (a refill's consecutive chunks, linked in place): the same
-// placement as the chunks freed one by one from the highest down.
+// placement as the chunks freed one by one from the highest down. A table of
+// sizes whose size directory stops vouching places as one whose directory sees.
 #include "catch.hpp"
 
 #include <sys/mman.h>
@@ -245,4 +246,75 @@ TEST_CASE("a range into a page whose empty stack another size held drops that si
     CHECK(P::allocate(t.h, al::request{64, nullptr, 0}) == nullptr);
     for (std::size_t j = 0; j < 4; ++j) CHECK(P::allocate(t.h, al::request{128, page, 0}) == page + 512 + j * 128);
     CHECK(P::allocate(t.h, al::request{128, nullptr, 0}) == nullptr);
+}
+
+namespace {
+
+// A table of sizes whose directory has stopped vouching (it could not map a
+// leaf: size_directory's defined answer to the system refusing memory) walks
+// its classes instead, and must place exactly as one whose directory sees:
+// the rule is the predicate's, the directory only a shortcut to it.
+template <class P>
+void blind_directory_places_as_seeing(std::size_t n, unsigned seed) {
+    INFO("chunk " << n << ", seed " << seed);
+    root<P> a, b;   // a's directory sees; b's stops vouching
+    // One note in each of 257 leaves, its most, for classes that hold nothing
+    // (a superset of bits is allowed: each costs a failed look).
+    for (std::size_t l = 0; l <= 256; ++l) b.h.sizes.note(n, l << 12);
+    REQUIRE(a.h.sizes.vouches(n));
+    REQUIRE_FALSE(b.h.sizes.vouches(n));
+
+    std::mt19937_64 rng(seed);
+    const std::size_t count = std::min<std::size_t>(root<P>::bytes / n, 2048);
+    std::vector<std::size_t> free_list(count);   // chunk indexes, freed in random order
+    for (std::size_t j = 0; j < count; ++j) free_list[j] = j;
+    std::shuffle(free_list.begin(), free_list.end(), rng);
+    for (const std::size_t j : free_list) {
+        P::deallocate(a.h, a.base + j * n, n);
+        P::deallocate(b.h, b.base + j * n, n);
+    }
+    std::vector<std::size_t> live;
+    std::set<std::size_t> taken;
+    for (std::size_t op = 0; op < 4 * count; ++op) {
+        if (live.empty() || rng() % 5 < 3) {
+            const std::size_t at = (rng() % count) * n;
+            const bool hinted = rng() % 3 != 0;
+            std::byte* pa = P::allocate(a.h, al::request{n, hinted ? a.base + at : nullptr, 0});
+            std::byte* pb = P::allocate(b.h, al::request{n, hinted ? b.base + at : nullptr, 0});
+            REQUIRE((pa == nullptr) == (pb == nullptr));
+            if (!pa) continue;
+            const auto off = static_cast<std::size_t>(pa - a.base);
+            REQUIRE(off == static_cast<std::size_t>(pb - b.base));
+            REQUIRE(off % n == 0);
+            REQUIRE(taken.insert(off).second);
+            live.push_back(off);
+        } else {
+            const std::size_t i = rng() % live.size();
+            const std::size_t off = live[i];
+            live[i] = live.back();
+            live.pop_back();
+            taken.erase(off);
+            P::deallocate(a.h, a.base + off, n);
+            P::deallocate(b.h, b.base + off, n);
+        }
+    }
+    // What is left comes out in the same order, every chunk once.
+    for (;;) {
+        std::byte* pa = P::allocate(a.h, al::request{n, nullptr, 0});
+        std::byte* pb = P::allocate(b.h, al::request{n, nullptr, 0});
+        REQUIRE((pa == nullptr) == (pb == nullptr));
+        if (!pa) break;
+        REQUIRE(pa - a.base == pb - b.base);
+        REQUIRE(taken.insert(static_cast<std::size_t>(pa - a.base)).second);
+    }
+    CHECK(taken.size() == count);
+}
+
+} // namespace
+
+TEMPLATE_TEST_CASE("a table of sizes whose directory stops vouching places as one that sees", "[deallocate_run][size_directory]",
+                   al::velox_classed_partition<>, al::malloc_declarations::velox::partition) {
+    unsigned seed = 11;
+    for (const std::size_t n : {std::size_t{16}, std::size_t{64}, std::size_t{640}, std::size_t{4096}})
+        blind_directory_places_as_seeing<TestType>(n, ++seed);
 }

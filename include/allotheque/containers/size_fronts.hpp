@@ -171,14 +171,8 @@ struct size_fronts {
         }
         if (low != t && low != last)
             if (std::byte* p = take_at(h, low, k, n)) return p;
-        if (!h.sizes.vouches(n)) [[unlikely]] {
-            for (std::size_t i = h.classes.next(low); i != npos; i = h.classes.next(i))
-                if (i != t && i != last)
-                    if (std::byte* p = take_at(h, i, k, n)) return low = i, p;
-            low = npos;
-            drop(h, k);   // no class holds the size: whatever it names is empty
-            return nullptr;
-        }
+        if (!h.sizes.vouches(n)) [[unlikely]]
+            return walk_classes(h, t, k, n, last);
         // Where low is the target whose stack was just found empty, its bit
         // stays: a later free into it then finds the bit set, and the walk
         // skips it as it starts above.
@@ -268,6 +262,23 @@ struct size_fronts {
     }
 
 private:
+    // The search where the directory does not vouch for the size (a leaf
+    // it could not map): every class from the bound up. Out of line and
+    // cold: inlined into search (g++'s choice once the malloc unit may grow),
+    // its walk of the classes' bitmap took registers every search saved
+    // (random sizes: the Medius library 168.0 -> 166.7 instructions a step
+    // without it, velox_classed_partition's heap 96.4 -> 94.8).
+    template <class H>
+    [[gnu::noinline, gnu::cold]] static std::byte* walk_classes(H& h, std::size_t t, std::size_t k, std::size_t n,
+                                                               std::size_t last) noexcept {
+        std::size_t& low = h.by_size.low[k];
+        for (std::size_t i = h.classes.next(low); i != npos; i = h.classes.next(i))
+            if (i != t && i != last)
+                if (std::byte* p = take_at(h, i, k, n)) return low = i, p;
+        low = npos;
+        drop(h, k);   // no class holds the size: whatever it names is empty
+        return nullptr;
+    }
     template <class H>
     [[gnu::always_inline]] static void missed(H& h, std::size_t n, std::size_t i, std::size_t k, std::byte* p) noexcept {
         if constexpr (sizes_by_class) put_missed(h, by_class{}, i, k, p);

@@ -93,16 +93,31 @@ public:
     [[gnu::always_inline]] static void* allocate_missed(std::size_t n, std::size_t a, bool zero) noexcept
         requires(!block_heap)
     {
-        if constexpr (heap_type::searches_apart) return allocate_searched(n, a, zero);
+        if constexpr (heap_type::searches_apart) return zero ? allocate_searched<true>(n, a) : allocate_searched<false>(n, a);
         else return allocate_slow(n, a, zero);
     }
-    [[gnu::noinline]] static void* allocate_searched(std::size_t n, std::size_t a, bool zero) noexcept
+    // The request waits in the thread's memory while the search runs, and
+    // `zero` is a template argument: the search rarely fails (13 times in
+    // 8,315 on random sizes), and keeping n, a and zero in registers across
+    // it made every search save and restore five registers (random sizes:
+    // the Velox library 96.9 -> 95.8 instructions a step, Medius 166.7 ->
+    // 163.7). A signal handler that mallocs may overwrite the request only
+    // where it interrupted a malloc, which POSIX leaves undefined anyway.
+    template <bool Zero>
+    [[gnu::noinline]] static void* allocate_searched(std::size_t n, std::size_t a) noexcept
         requires(!block_heap)
     {
-        if (thread_heap* th = tl_heap) [[likely]]
-            if (void* p = th->heap.try_allocate_searched(request_in(th, n, a, zero))) return p;
-        return allocate_slow(n, a, zero);
+        thread_heap* th = tl_heap;
+        if (!th) [[unlikely]]
+            return allocate_slow(n, a, Zero);
+        tl_missed = {n, a};
+        if (void* p = th->heap.try_allocate_searched(request_in(th, n, a, Zero))) return p;
+        return allocate_slow(tl_missed.n, tl_missed.a, Zero);
     }
+    struct missed_request {
+        std::size_t n, a;
+    };
+    static inline constinit thread_local missed_request tl_missed [[gnu::tls_model("initial-exec")]] = {};
 
     // free: a block of the calling thread's heap goes straight back, any other
     // onto its owner's remote list. Inlined into each entry point (the path is
