@@ -134,15 +134,13 @@ struct root {
     root& operator=(const root&) = delete;
 };
 
+// Two roots that were given the same chunks [start, start + count * n) take
+// the same hinted and unhinted requests and frees (ops of them) and must place
+// every one on the same offset; each block carries a stamp checked when it is
+// freed. At the end what is left comes out in the same order, every chunk once.
 template <class P>
-void range_places_as_single_frees(std::size_t n, std::size_t start, std::size_t count, unsigned seed) {
-    if (n < P::min_chunk) return;   // a heap rounds sizes up to it
-    INFO("chunk " << n << ", start " << start << ", count " << count);
-    root<P> a, b;   // a: one range; b: one free a chunk, the highest first
-    al::deallocate_range_in<P>(a.h, a.base + start, count, n);
-    for (std::size_t j = count; j-- > 0;) P::deallocate(b.h, b.base + start + j * n, n);
-
-    std::mt19937_64 rng(seed);
+void same_placements(root<P>& a, root<P>& b, std::size_t n, std::size_t start, std::size_t count, std::size_t ops,
+                     std::mt19937_64& rng) {
     std::map<std::size_t, std::uint64_t> live;   // offset -> stamp
     std::vector<std::size_t> live_list;
     auto take = [&](const void* hint_a, const void* hint_b) {
@@ -163,9 +161,9 @@ void range_places_as_single_frees(std::size_t n, std::size_t start, std::size_t 
         live_list.push_back(off);
         return true;
     };
-    for (std::size_t op = 0; op < 3 * count; ++op) {
+    for (std::size_t op = 0; op < ops; ++op) {
         if (live_list.empty() || rng() % 5 < 3) {
-            // A hint anywhere in the range (or none): the same class's chunk in both.
+            // A hint anywhere in the chunks (or none): the same class's chunk in both.
             const std::size_t at = start + (rng() % count) * n;
             const bool hinted = rng() % 3 != 0;
             take(hinted ? a.base + at : nullptr, hinted ? b.base + at : nullptr);
@@ -184,7 +182,6 @@ void range_places_as_single_frees(std::size_t n, std::size_t start, std::size_t 
             P::deallocate(b.h, b.base + off, n);
         }
     }
-    // Every chunk not live comes out once more, and then nothing.
     while (take(nullptr, nullptr)) {
     }
     CHECK(live.size() == count);
@@ -193,6 +190,17 @@ void range_places_as_single_frees(std::size_t n, std::size_t start, std::size_t 
         std::memcpy(&head, a.base + off, sizeof head);
         CHECK(head == stamp);
     }
+}
+
+template <class P>
+void range_places_as_single_frees(std::size_t n, std::size_t start, std::size_t count, unsigned seed) {
+    if (n < P::min_chunk) return;   // a heap rounds sizes up to it
+    INFO("chunk " << n << ", start " << start << ", count " << count);
+    root<P> a, b;   // a: one range; b: one free a chunk, the highest first
+    al::deallocate_range_in<P>(a.h, a.base + start, count, n);
+    for (std::size_t j = count; j-- > 0;) P::deallocate(b.h, b.base + start + j * n, n);
+    std::mt19937_64 rng(seed);
+    same_placements(a, b, n, start, count, 3 * count, rng);
 }
 
 } // namespace
@@ -273,41 +281,7 @@ void blind_directory_places_as_seeing(std::size_t n, unsigned seed) {
         P::deallocate(a.h, a.base + j * n, n);
         P::deallocate(b.h, b.base + j * n, n);
     }
-    std::vector<std::size_t> live;
-    std::set<std::size_t> taken;
-    for (std::size_t op = 0; op < 4 * count; ++op) {
-        if (live.empty() || rng() % 5 < 3) {
-            const std::size_t at = (rng() % count) * n;
-            const bool hinted = rng() % 3 != 0;
-            std::byte* pa = P::allocate(a.h, al::request{n, hinted ? a.base + at : nullptr, 0});
-            std::byte* pb = P::allocate(b.h, al::request{n, hinted ? b.base + at : nullptr, 0});
-            REQUIRE((pa == nullptr) == (pb == nullptr));
-            if (!pa) continue;
-            const auto off = static_cast<std::size_t>(pa - a.base);
-            REQUIRE(off == static_cast<std::size_t>(pb - b.base));
-            REQUIRE(off % n == 0);
-            REQUIRE(taken.insert(off).second);
-            live.push_back(off);
-        } else {
-            const std::size_t i = rng() % live.size();
-            const std::size_t off = live[i];
-            live[i] = live.back();
-            live.pop_back();
-            taken.erase(off);
-            P::deallocate(a.h, a.base + off, n);
-            P::deallocate(b.h, b.base + off, n);
-        }
-    }
-    // What is left comes out in the same order, every chunk once.
-    for (;;) {
-        std::byte* pa = P::allocate(a.h, al::request{n, nullptr, 0});
-        std::byte* pb = P::allocate(b.h, al::request{n, nullptr, 0});
-        REQUIRE((pa == nullptr) == (pb == nullptr));
-        if (!pa) break;
-        REQUIRE(pa - a.base == pb - b.base);
-        REQUIRE(taken.insert(static_cast<std::size_t>(pa - a.base)).second);
-    }
-    CHECK(taken.size() == count);
+    same_placements(a, b, n, 0, count, 4 * count, rng);
 }
 
 } // namespace
