@@ -424,6 +424,29 @@ TEST_CASE("block_heap: deferred coalescing", "[block_heap]") {
         }
         CHECK(ledger.balanced());
     }
+    SECTION("a waiting block taken back inline is zeroed when asked; aligned requests keep their path") {
+        source_ledger ledger;
+        {
+            H h{tracking_source(ledger)};
+            auto* a = static_cast<unsigned char*>(h.allocate(al::request{200}));
+            void* guard = h.allocate(al::request{200});
+            std::memset(a, 0xab, 200);
+            h.deallocate(a);
+            auto* z = static_cast<unsigned char*>(h.allocate(al::request{200, nullptr, 0, true}));
+            REQUIRE(z == a);
+            CHECK(std::count(z, z + 200, 0) == 200);
+            h.deallocate(z);
+            // The waiting block (16-byte aligned) cannot serve 256-byte alignment.
+            for (const std::size_t align : {std::size_t{16}, std::size_t{256}}) {
+                void* p = h.allocate(al::request{200, nullptr, align});
+                CHECK(addr(p) % align == 0);
+                CHECK((align == 16) == (p == a));   // 16: the heap's own alignment, the waiting block
+                h.deallocate(p);
+            }
+            h.deallocate(guard);
+        }
+        CHECK(ledger.balanced());
+    }
     SECTION("waiting blocks are merged before the source is asked for more") {
         source_ledger ledger;
         ledger.limit = 64 * 1024 + allotheque_test::record_slab;

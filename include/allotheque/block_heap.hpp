@@ -99,8 +99,27 @@ public:
         return P::block_for(n) - tags::in_use_overhead;
     }
 
+    // Where frees park blocks by size (deferred coalescing: the Lea
+    // library), a block of the request's size parked by a recent free is
+    // taken inline; everything else is one call. Before, the whole
+    // allocation was one call and the parked block two calls deeper, each
+    // saving registers and copying the request (the Lea library's malloc +
+    // free: 201 instructions, against glibc's 139).
     template <request_like R = request>
-    [[nodiscard]] void* try_allocate(const R& r) noexcept {
+    [[nodiscard, gnu::always_inline]] inline void* try_allocate(const R& r) noexcept {
+        if constexpr (requires { P::take_waiting(root_, std::size_t{}); })
+            if (r.alignment == 0 && r.size <= cfg.large_threshold)
+                if (std::byte* p = P::take_waiting(root_, P::block_for(r.size))) [[likely]]
+                    return handed_out(r, p);
+        return try_allocate_taking(r);
+    }
+
+private:
+    // Left to g++: it keeps it out of line in the malloc libraries, and
+    // inlines it into a caller's loop where that pays (lea_heap's batch
+    // pattern: 329 instructions an allocate + free, 370 as a call).
+    template <request_like R>
+    void* try_allocate_taking(const R& r) noexcept {
         if ((r.alignment != 0 && (!detail::is_pow2(r.alignment) || r.alignment > max_large_alignment)) ||
             r.size > max_size)
             return nullptr;
@@ -113,12 +132,17 @@ public:
         const std::size_t needed = r.alignment > tags::align ? P::block_for(q.size + r.alignment + P::min_block) : q.size;
         if (!p && grow(needed, r.hint)) p = take(q);
         if (!p) return nullptr;
+        return handed_out(r, p);
+    }
+    template <request_like R>
+    [[gnu::always_inline]] void* handed_out(const R& r, std::byte* p) noexcept {
         if constexpr (locality_aware) last_ = p;
         if (r.zero) std::memset(p, 0, r.size);
         if constexpr (detail::poison::enabled) detail::poison::handed_out(p, r.size, payload_bytes(p), r.zero);
         return p;
     }
 
+public:
     // Sized deallocation (the size is not needed: the tag has it).
     void deallocate(void* p, const request&) noexcept { deallocate(p); }
     void deallocate(void* p) noexcept {

@@ -60,17 +60,8 @@ struct simultaneous {
     // live on its own; nullptr when the index has nothing big enough.
     template <request_like R>
     static std::byte* allocate(header_type& h, const R& r) noexcept {
-        if constexpr (coalescing::deferred) {
-            if (r.size <= coalescing::max_size) {
-                std::byte*& top = h.wait.lists[r.size / tags::align];
-                if (std::byte* p = top) {
-                    top = *reinterpret_cast<std::byte**>(p);
-                    --h.wait.count;
-                    tags::head(tags::block_of(p)) &= ~tags::waiting;
-                    return p;
-                }
-            }
-        }
+        if constexpr (coalescing::deferred)
+            if (std::byte* p = take_waiting(h, r.size)) return p;
         std::byte* p = Index::allocate(h.index, r);
         if (!p) return nullptr;
         std::byte* b = tags::block_of(p);
@@ -84,6 +75,22 @@ struct simultaneous {
         } else {
             tags::mark_used(b, have, prev_flag);
         }
+        return p;
+    }
+
+    // Deferred coalescing: a parked block of exactly `need` bytes, taken
+    // back as it is (no split, no tags but its flag), else nullptr. The
+    // heap's allocation tries it inline before anything else.
+    static std::byte* take_waiting(header_type& h, std::size_t need) noexcept
+        requires(coalescing::deferred)
+    {
+        if (need > coalescing::max_size) return nullptr;
+        std::byte*& top = h.wait.lists[need / tags::align];
+        std::byte* p = top;
+        if (!p) return nullptr;
+        top = *reinterpret_cast<std::byte**>(p);
+        --h.wait.count;
+        tags::head(tags::block_of(p)) &= ~tags::waiting;
         return p;
     }
 
