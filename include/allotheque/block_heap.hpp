@@ -107,19 +107,30 @@ public:
     // free: 201 instructions, against glibc's 139).
     template <request_like R = request>
     [[nodiscard, gnu::always_inline]] inline void* try_allocate(const R& r) noexcept {
-        if constexpr (requires { P::take_waiting(root_, std::size_t{}); })
-            if (r.alignment == 0 && r.size <= cfg.large_threshold)
-                if (std::byte* p = P::take_waiting(root_, P::block_for(r.size))) [[likely]]
-                    return handed_out(r, p);
-        return try_allocate_taking(r);
+        if constexpr (parks)
+            if (void* p = try_allocate_parked(r)) [[likely]]
+                return p;
+        return try_allocate_unparked(r);
+    }
+    static constexpr bool parks = requires(typename P::header_type& h) { P::take_waiting(h, std::size_t{}); };
+    // That pop alone, or nullptr (nothing else tried): a caller whose miss
+    // is a call of its own (the malloc's) then keeps no frame.
+    template <request_like R = request>
+    [[nodiscard, gnu::always_inline]] inline void* try_allocate_parked(const R& r) noexcept
+        requires parks
+    {
+        if (r.alignment == 0 && r.size <= cfg.large_threshold)
+            if (std::byte* p = P::take_waiting(root_, P::block_for(r.size))) [[likely]]
+                return handed_out(r, p);
+        return nullptr;
     }
 
-private:
-    // Left to g++: it keeps it out of line in the malloc libraries, and
-    // inlines it into a caller's loop where that pays (lea_heap's batch
-    // pattern: 329 instructions an allocate + free, 370 as a call).
+    // Everything but that pop (which may already have been tried). Left to
+    // g++: it keeps it out of line in the malloc libraries, and inlines it
+    // into a caller's loop where that pays (lea_heap's batch pattern: 329
+    // instructions an allocate + free, 370 as a call).
     template <request_like R>
-    void* try_allocate_taking(const R& r) noexcept {
+    void* try_allocate_unparked(const R& r) noexcept {
         if ((r.alignment != 0 && (!detail::is_pow2(r.alignment) || r.alignment > max_large_alignment)) ||
             r.size > max_size)
             return nullptr;
@@ -134,6 +145,8 @@ private:
         if (!p) return nullptr;
         return handed_out(r, p);
     }
+
+private:
     template <request_like R>
     [[gnu::always_inline]] void* handed_out(const R& r, std::byte* p) noexcept {
         if constexpr (locality_aware) last_ = p;
@@ -190,9 +203,13 @@ public:
     static std::size_t usable_size(const void* p) noexcept {
         if (!p) return 0;
         const std::byte* q = static_cast<const std::byte*>(p);
-        const span* sp = backend::page_map::instance().find(q - tags::payload_offset);
+        return usable_size(q, backend::page_map::instance().find(q - tags::payload_offset));
+    }
+    // The same where the caller holds p's span (nullptr: none), with no
+    // second lookup: the malloc's free and realloc have checked it already.
+    static std::size_t usable_size(const std::byte* p, const span* sp) noexcept {
         if (sp && sp->state == state::large) return sp->bytes - sp->chunk;
-        return payload_bytes(q);
+        return payload_bytes(p);
     }
 
     // Whether p lies in a span this heap holds; the owner tag of any heap's p.

@@ -112,9 +112,11 @@ struct simultaneous {
                 tags::head(tags::block_of(p)) |= tags::waiting;
                 *reinterpret_cast<std::byte**>(p) = top;
                 top = p;
-                if (++h.wait.count >= coalescing::threshold) coalesce_waiting(h, on_free);
+                if (++h.wait.count >= coalescing::threshold) [[unlikely]]
+                    return coalesce_apart(h, on_free);
                 return;
             }
+            return merge_apart(h, p, on_free);
         }
         merge(h, p, on_free);
     }
@@ -211,6 +213,19 @@ private:
         std::byte* rest = b + need;
         tags::mark_used(rest, have - need, tags::prev_in_use);
         merge(h, tags::payload_of(rest), ignore_free_block{});
+    }
+
+    // Where frees park small blocks, the merges are calls (on_free, a
+    // pointer, by value), so that a parking free needs no stack frame: with
+    // them inline it saved and restored four registers (the Lea library's
+    // free, 12 instructions of 74).
+    template <class OnFree>
+    [[gnu::noinline]] static void merge_apart(header_type& h, std::byte* p, OnFree on_free) noexcept {
+        merge(h, p, on_free);
+    }
+    template <class OnFree>
+    [[gnu::noinline, gnu::cold]] static void coalesce_apart(header_type& h, OnFree on_free) noexcept {
+        coalesce_waiting(h, on_free);
     }
 
     template <class OnFree>

@@ -140,8 +140,12 @@ public:
     // longer than the thread's next slow path. The work is out of line: the
     // slow paths that call this are inlined into every entry point.
     [[gnu::always_inline]] static void drain_pending(slot* s) noexcept {
-        if (!s->out.empty() || s->remote.maybe_nonempty()) [[unlikely]]
+        if (pending(s)) [[unlikely]]
             settle(s);
+    }
+    // Frees s's holder gathered for others, or others handed it, may wait.
+    [[gnu::always_inline]] static bool pending(const slot* s) noexcept {
+        return !s->out.empty() || s->remote.maybe_nonempty();
     }
     // The holder of s hands the frees it gathered over, then takes back what
     // others handed it: what collect, trim and thread exit do.

@@ -72,8 +72,27 @@ public:
             thread_heap* th = tl_heap;
             if (th == nullptr) [[unlikely]]
                 return allocate_slow(n, a, zero);
+            if constexpr (heap_type::parks) {
+                // A block parked by a free of the size, inline, else one
+                // call for the rest, so that the pop keeps no frame (the Lea
+                // library's malloc + free 125 -> 112 instructions). Frees
+                // waiting to be handed over or taken back come first, as
+                // in allocate_in.
+                if (base::pending(th)) [[unlikely]]
+                    return allocate_slow(n, a, zero);
+                if (void* p = th->heap.try_allocate_parked(request_in(th, n, a, zero))) [[likely]]
+                    return p;
+                return allocate_unparked(th, n, a, zero);
+            }
             return allocate_in(th, n, a, zero);
         }
+    }
+    [[gnu::noinline]] static void* allocate_unparked(thread_heap* th, std::size_t n, std::size_t a, bool zero) noexcept
+        requires block_heap
+    {
+        void* p = th->heap.try_allocate_unparked(request_in(th, n, a, zero));
+        if (!p) errno = ENOMEM;
+        return p;
     }
     // The fast path alone: a chunk the thread's heap already holds, or nullptr
     // (nothing else tried).
@@ -566,7 +585,7 @@ private:
 
     [[gnu::always_inline]] static std::size_t usable_in(void* p, [[maybe_unused]] span* sp) noexcept {
         if constexpr (block_heap)
-            return heap_type::usable_size(p);
+            return heap_type::usable_size(static_cast<const std::byte*>(p), sp);
         else
             return sp->state == span_state::large ? sp->bytes - sp->chunk : sp->chunk;
     }

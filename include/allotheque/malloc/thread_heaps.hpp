@@ -80,6 +80,7 @@ public:
     };
 
     static void drain_pending(thread_heap* th) noexcept { registry_type::drain_pending(th); }
+    static bool pending(const thread_heap* th) noexcept { return registry_type::pending(th); }
     // See thread_registry::borrow.
     template <class F>
     static void* borrow(F f) noexcept {
