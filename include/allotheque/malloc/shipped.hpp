@@ -84,8 +84,8 @@ struct medius {
 // Boundary tags, bins, splitting and coalescing, with fast bins (blocks up to
 // 256 B freed without coalescing until a search needs them): half the
 // instructions of immediate coalescing per small malloc + free
-// (bench/instructions: 539 -> 262 per pair; 135 since the parked block is
-// taken inline, block_heap::try_allocate), the Olden suite's fragmentation
+// (bench/instructions: 539 -> 262 per pair; 112 since the malloc pops a
+// parked block inline, with no frame), the Olden suite's fragmentation
 // unchanged (README, "Lea deferred").
 struct lea {
     using heap = lea_deferred_heap<arena_source, malloc_options>;
