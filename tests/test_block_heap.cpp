@@ -443,6 +443,14 @@ TEST_CASE("block_heap: deferred coalescing", "[block_heap]") {
                 CHECK((align == 16) == (p == a));   // 16: the heap's own alignment, the waiting block
                 h.deallocate(p);
             }
+            // A size whose block size would wrap to the smallest block's is
+            // refused, not served from that block's waiting list.
+            void* small = h.allocate(al::request{8});
+            h.deallocate(small);
+            for (const std::size_t huge : {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 8})
+                CHECK(h.try_allocate(al::request{huge}) == nullptr);
+            CHECK(h.allocate(al::request{8}) == small);
+            h.deallocate(small);
             h.deallocate(guard);
         }
         CHECK(ledger.balanced());

@@ -120,6 +120,9 @@ public:
     [[nodiscard, gnu::always_inline]] inline void* try_allocate_parked(const R& r) noexcept
         requires parks
     {
+        // The size bound is for block_for, not for the lists (take_waiting
+        // checks those): a size within a few bytes of SIZE_MAX wraps to a
+        // small block size there, and would pop a parked block.
         if (r.alignment == 0 && r.size <= cfg.large_threshold)
             if (std::byte* p = P::take_waiting(root_, P::block_for(r.size))) [[likely]]
                 return handed_out(r, p);
