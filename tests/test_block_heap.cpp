@@ -424,6 +424,34 @@ TEST_CASE("block_heap: deferred coalescing", "[block_heap]") {
         }
         CHECK(ledger.balanced());
     }
+    SECTION("blocks up to 1 KiB wait; a larger one merges at once") {
+        source_ledger ledger;
+        {
+            H h{tracking_source(ledger)};
+            // 1,000 bytes: a block of 1,008, the largest waiting size below 1,024.
+            void* a = h.allocate(al::request{1000});
+            void* b = h.allocate(al::request{1000});
+            void* guard = h.allocate(al::request{1000});
+            REQUIRE(addr(b) == addr(a) + 1008);
+            h.deallocate(a);
+            h.deallocate(b);
+            void* ab = h.allocate(al::request{2 * 1008 - 8});
+            CHECK(ab != a);   // not merged
+            CHECK(h.allocate(al::request{1000}) == b);
+            CHECK(h.allocate(al::request{1000}) == a);
+            // 1,100 bytes: blocks of 1,120, above the lists: freed, they merge.
+            void* c = h.allocate(al::request{1100});
+            void* d = h.allocate(al::request{1100});
+            void* guard2 = h.allocate(al::request{1100});
+            REQUIRE(addr(d) == addr(c) + 1120);
+            h.deallocate(c);
+            h.deallocate(d);
+            void* cd = h.allocate(al::request{2 * 1120 - 8});
+            CHECK(cd == c);
+            for (void* x : {a, b, ab, guard, cd, guard2}) h.deallocate(x);
+        }
+        CHECK(ledger.balanced());
+    }
     SECTION("a waiting block taken back inline is zeroed when asked; aligned requests keep their path") {
         source_ledger ledger;
         {
@@ -587,7 +615,7 @@ TEMPLATE_TEST_CASE("block_heap: a refusing source", "[block_heap]", BLOCK_HEAPS)
 // absorbing the one after it, merged from the deferred lists) must abort.
 TEMPLATE_TEST_CASE("block_heap: a double free aborts", "[block_heap]", BLOCK_HEAPS) {
     using H = TestType;
-    const std::size_t n = 1000;   // above the deferred lists' 256 bytes: merged at once
+    const std::size_t n = 2000;   // above the deferred lists' 1 KiB: merged at once
     auto expect_abort = [](auto f) {
         const auto [aborted, err] = in_child(f);
         CHECK(aborted);

@@ -101,6 +101,8 @@ constexpr row rows[] = {
      run_heap<allotheque::heap<allotheque::malloc_declarations::medius::partition, allotheque::arena_source,
                                allotheque::medius_heap_options>>},
     {"lea", run_heap<allotheque::lea_heap<>>},
+    // With deferred coalescing: the Lea malloc library's partition.
+    {"lea_deferred", run_heap<allotheque::lea_deferred_heap<>>},
     // The same heap behind layers::per_thread: what the thread lookup and the
     // owner check of a free add (the malloc library pays the same, in its own front).
     {"per_thread-segregated", run_heap<allotheque::layers::per_thread<allotheque::segregated_heap<>>>},

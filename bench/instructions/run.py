@@ -330,7 +330,8 @@ def run_section(build_dir, steps=DEFAULT_STEPS, jobs=1, allocators=None, pattern
                "list per class, a page refill cut into chunks, static arena). `velox` and `medius` are the "
                "paper's (exact sizes); the `-classed` rows are Velox and Medius over the segregated heap's "
                "classes (velox_classed_partition, medius_classed_partition), the partitions the malloc "
-               "libraries use.", "",
+               "libraries use. `lea` coalesces at once; `lea_deferred` parks freed blocks up to 1 KiB first "
+               "(Lea's fast bins), the Lea malloc library's partition.", "",
                grid(hrecs, heap_rows, hp), ""]
         hidx = {(r["allocator"], r["pattern"]): r for r in hrecs if "error" not in r}
         for fam in ("segregated", "quickfit", "kingsley"):
