@@ -399,28 +399,35 @@ TEST_CASE("block_heap: immediate coalescing merges at once", "[block_heap]") {
     CHECK(ledger.balanced());
 }
 
+// Two adjacent blocks of n bytes (`block` bytes each), freed, wait: a
+// request for both is served elsewhere, and each is taken back by its size,
+// last freed first (the second by `smaller`, which takes the same block
+// size). Returns the blocks still held, for the caller to free.
+template <class H>
+std::vector<void*> wait_and_serve_again(H& h, std::size_t n, std::size_t smaller, std::size_t block) {
+    void* a = h.allocate(al::request{n});
+    void* b = h.allocate(al::request{n});
+    void* guard = h.allocate(al::request{n});
+    REQUIRE(addr(b) == addr(a) + block);
+    h.deallocate(a);
+    h.deallocate(b);
+    // Not merged: a request for both is served elsewhere ...
+    void* ab = h.allocate(al::request{2 * block - 8});
+    CHECK(ab != a);
+    // ... and the waiting blocks serve their size again, last freed first.
+    CHECK(h.allocate(al::request{n}) == b);
+    CHECK(h.allocate(al::request{smaller}) == a);
+    return {a, b, ab, guard};
+}
+
 TEST_CASE("block_heap: deferred coalescing", "[block_heap]") {
     using H = lea_deferred;
     SECTION("freed blocks wait and serve the same size again") {
         source_ledger ledger;
         {
             H h{tracking_source(ledger)};
-            void* a = h.allocate(al::request{200});
-            void* b = h.allocate(al::request{200});
-            void* guard = h.allocate(al::request{200});
-            REQUIRE(addr(b) == addr(a) + 208);
-            h.deallocate(a);
-            h.deallocate(b);
-            // Not merged: a request for both is served elsewhere ...
-            void* ab = h.allocate(al::request{2 * 208 - 8});
-            CHECK(ab != a);
-            // ... and the waiting blocks serve their size again, last freed first.
-            CHECK(h.allocate(al::request{200}) == b);
-            CHECK(h.allocate(al::request{193}) == a);   // 193..200 all take 208-byte blocks
-            h.deallocate(a);
-            h.deallocate(b);
-            h.deallocate(ab);
-            h.deallocate(guard);
+            // 193..200 bytes all take 208-byte blocks.
+            for (void* x : wait_and_serve_again(h, 200, 193, 208)) h.deallocate(x);
         }
         CHECK(ledger.balanced());
     }
@@ -462,17 +469,8 @@ TEST_CASE("block_heap: deferred coalescing", "[block_heap]") {
         source_ledger ledger;
         {
             H h{tracking_source(ledger)};
-            // 1,000 bytes: a block of 1,008, the largest waiting size below 1,024.
-            void* a = h.allocate(al::request{1000});
-            void* b = h.allocate(al::request{1000});
-            void* guard = h.allocate(al::request{1000});
-            REQUIRE(addr(b) == addr(a) + 1008);
-            h.deallocate(a);
-            h.deallocate(b);
-            void* ab = h.allocate(al::request{2 * 1008 - 8});
-            CHECK(ab != a);   // not merged
-            CHECK(h.allocate(al::request{1000}) == b);
-            CHECK(h.allocate(al::request{1000}) == a);
+            // 993..1,000 bytes: blocks of 1,008, the largest waiting size below 1,024.
+            std::vector<void*> held = wait_and_serve_again(h, 1000, 993, 1008);
             // 1,100 bytes: blocks of 1,120, above the lists: freed, they merge.
             void* c = h.allocate(al::request{1100});
             void* d = h.allocate(al::request{1100});
@@ -482,7 +480,8 @@ TEST_CASE("block_heap: deferred coalescing", "[block_heap]") {
             h.deallocate(d);
             void* cd = h.allocate(al::request{2 * 1120 - 8});
             CHECK(cd == c);
-            for (void* x : {a, b, ab, guard, cd, guard2}) h.deallocate(x);
+            for (void* x : held) h.deallocate(x);
+            for (void* x : {cd, guard2}) h.deallocate(x);
         }
         CHECK(ledger.balanced());
     }
