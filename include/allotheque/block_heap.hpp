@@ -141,13 +141,6 @@ public:
         if (is_large(r.size, r.alignment)) return allocate_large(r);
         R q = r;
         q.size = P::block_for(r.size);
-        // An aligned request's block, freed and parked, serves the same
-        // aligned request again. Before, each such request split a binned
-        // block and the blocks it freed merged 256 at a time: the Lea
-        // library's aligned_alloc(64, 48) + free cost 646 instructions, 193 now.
-        if constexpr (parks)
-            if (r.alignment > tags::align)
-                if (std::byte* w = P::take_waiting(root_, q.size, r.alignment)) return handed_out(r, w);
         std::byte* p = take(q);
         if (!p && P::coalesce_waiting(root_, free_block_watch())) p = take(q);
         // An aligned request takes a block with room for the alignment and a free lead.

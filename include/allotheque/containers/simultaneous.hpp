@@ -154,6 +154,12 @@ struct simultaneous {
     template <request_like R>
     static std::byte* allocate_aligned(header_type& h, const R& r, std::size_t a) noexcept {
         const std::size_t need = r.size;
+        // As allocate: a parked block of the size first, if it has the
+        // alignment. Before, each aligned request split a binned block and
+        // the blocks it freed merged 256 at a time: the Lea library's
+        // aligned_alloc(64, 48) + free cost 646 instructions, 223 now.
+        if constexpr (coalescing::deferred)
+            if (std::byte* p = take_waiting(h, need, a)) return p;
         R q = r;
         q.size = block_for(need + a + min_block);
         if (q.size == 0) return nullptr;
