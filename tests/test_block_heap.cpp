@@ -311,6 +311,62 @@ TEMPLATE_TEST_CASE("block_heap: try_resize in place, by pointer or by span", "[b
     CHECK(ledger.balanced());
 }
 
+// A block grown in place step by step (a buffer under realloc) eats the free
+// block after it; what is left must stay a free block of the right size in
+// the index, whether its bin changed or not (the index moves its entry where
+// the bin is the same). Checked against a heap that allocated the final size
+// at once: both then serve the same number of 512-byte blocks, all past the
+// grown block, before they ask the source for more.
+TEMPLATE_TEST_CASE("block_heap: growth in place leaves the rest of the free block after it serving",
+                   "[block_heap]", BLOCK_HEAPS) {
+    using H = TestType;
+    const auto fill_rest = [](H& h, source_ledger& ledger, const void* grown) {
+        const std::size_t sources = ledger.allocations;
+        std::size_t served = 0;
+        std::vector<void*> v;
+        for (;;) {
+            void* q = h.allocate(al::request{512});
+            REQUIRE(q);
+            v.push_back(q);
+            if (ledger.allocations != sources) break;
+            CHECK(addr(q) > addr(grown));
+            ++served;
+        }
+        for (void* q : v) h.deallocate(q);
+        return served;
+    };
+    std::mt19937_64 rng(4099);
+    std::size_t n = 16;
+    std::uint64_t seed = 1;
+    source_ledger grown_ledger, direct_ledger;
+    {
+        H grown{tracking_source(grown_ledger)};
+        void* p = grown.allocate(al::request{n});
+        REQUIRE(p);
+        fill(p, n, seed);
+        while (n < 24000) {   // Kingsley rounds to powers of two: 32 KiB fits its span
+            const std::size_t m = n + 16 + rng() % 241;
+            INFO("growing " << n << " -> " << m);
+            REQUIRE(grown.try_resize(p, m));
+            REQUIRE(check(p, n, seed));
+            CHECK(H::usable_size(p) >= m);
+            fill(p, n = m, ++seed);
+        }
+        H direct{tracking_source(direct_ledger)};
+        void* d = direct.allocate(al::request{n});
+        REQUIRE(d);
+        CHECK(H::usable_size(p) == H::usable_size(d));
+        const std::size_t served = fill_rest(grown, grown_ledger, p);
+        CHECK(served > 20);
+        CHECK(served == fill_rest(direct, direct_ledger, d));
+        CHECK(check(p, n, seed));
+        grown.deallocate(p);
+        direct.deallocate(d);
+    }
+    CHECK(grown_ledger.balanced());
+    CHECK(direct_ledger.balanced());
+}
+
 TEMPLATE_TEST_CASE("block_heap: one free block is split for many small requests", "[block_heap]", BLOCK_HEAPS) {
     using H = TestType;
     source_ledger ledger;

@@ -76,10 +76,12 @@ inline constexpr row_info rows[] = {
      "allotheque::heap<allotheque::defero_partition<12, 16>, allotheque::arena_source, allotheque::malloc_options>"},
     {"lea", row_kind::heap, nullptr, "allotheque/allocators/lea.hpp", "allotheque::lea_heap<>",
      "allotheque::lea_heap<allotheque::arena_source, allotheque::malloc_options>", "malloc-lea",
-     "is Lea with fast bins instead, lea_deferred_heap (allotheque::malloc_declarations::lea in "
-     "<allotheque/malloc/shipped.hpp>)"},
+     "is Lea with fast bins instead, lea_deferred_heap, and spans of 128 KiB at least (lea_malloc_config; "
+     "allotheque::malloc_declarations::lea in <allotheque/malloc/shipped.hpp>)"},
     {"lea_deferred", row_kind::heap, nullptr, "allotheque/allocators/lea.hpp", "allotheque::lea_deferred_heap<>",
-     "allotheque::lea_deferred_heap<allotheque::arena_source, allotheque::malloc_options>", "malloc-lea"},
+     "allotheque::lea_deferred_heap<allotheque::arena_source, allotheque::malloc_options>", "malloc-lea",
+     "is that malloc with spans of 128 KiB at least, so that realloc grows a buffer to the large threshold "
+     "in place (lea_malloc_config; allotheque::malloc_declarations::lea in <allotheque/malloc/shipped.hpp>)"},
     {"kingsley_coalescing", row_kind::heap, nullptr, "allotheque/allocators/kingsley_coalescing.hpp",
      "allotheque::kingsley_coalescing_heap<>",
      "allotheque::kingsley_coalescing_heap<allotheque::arena_source, allotheque::malloc_options>"},

@@ -111,6 +111,19 @@ struct list<Attr, void, Pred, Links> {
     static void remove(header_type& h, std::byte* p, std::size_t) noexcept {
         Links::unlink(h, *std::launder(reinterpret_cast<chunk*>(p)));
     }
+    // Chunk p's place in the list passes to chunk q of m bytes, which lies
+    // past p's links (a free block whose front the block before it grew
+    // into): no search, no insertion anew. Called before anything is written
+    // over p's bytes (the caller's tags for q may lie on p's links). Unsorted
+    // only: in a sorted list q may belong elsewhere.
+    static void relocate(header_type& h, std::byte* p, std::byte* q, std::size_t m) noexcept
+        requires(!sorted && requires(chunk& c) { Links::relink(h, c, c); })
+    {
+        chunk& old = *std::launder(reinterpret_cast<chunk*>(p));
+        auto* c = ::new (static_cast<void*>(q)) chunk;
+        if constexpr (Attr::is_explicit) c->stored = Attr::of_chunk(q, m);
+        Links::relink(h, old, *c);
+    }
     template <class F>
     static void drain(header_type& h, F&& f) noexcept {
         while (!h.empty()) {

@@ -581,6 +581,22 @@ public:
         if (Nested::empty(nested)) h.classes.release(i);
     }
 
+    // Chunk [p, p+n) becomes [q, q+m), q past p's links (a free block whose
+    // front the block before it grew into: the Lea heap's realloc in place).
+    // Where both sizes have one class, p's entry moves to q in place: no class
+    // found twice, no class emptied and filled again (the Lea library's
+    // realloc, a removal and an insertion before: 402 -> 344 instructions).
+    // false, nothing changed, where they differ. Before q's chunk is written.
+    static bool relocate(header_type& h, std::byte* p, std::size_t n, std::byte* q, std::size_t m) noexcept
+        requires(size_attribute<Attr> && !holds_last_free &&
+                 requires(typename Nested::header_type& nh) { Nested::relocate(nh, p, q, m); })
+    {
+        const std::size_t i = class_of(n);
+        if (i != class_of(m)) return false;
+        Nested::relocate(*h.classes.find(i), p, q, m);
+        return true;
+    }
+
     // A size level resolves a size into (chunk size, class) in one step; a
     // heap passes the class down in a classified<> request and to the
     // four-argument deallocate, so the size is hashed once per call.

@@ -28,6 +28,13 @@ struct doubly_linked {
     using container = bi::list<Node, bi::constant_time_size<false>>;
     template <class Node>
     static void unlink(container<Node>& c, Node& n) noexcept { c.erase(c.iterator_to(n)); }
+    // `fresh` (in no list) takes n's place, n leaves: O(1), as unlink. Only
+    // n's links are read, so fresh may lie on any of n's bytes after them.
+    template <class Node>
+    static void relink(container<Node>& c, Node& n, Node& fresh) noexcept {
+        c.insert(c.iterator_to(n), fresh);
+        c.erase(c.iterator_to(n));
+    }
 };
 
 template <class L>

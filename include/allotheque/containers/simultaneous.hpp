@@ -191,6 +191,19 @@ struct simultaneous {
         std::byte* next = b + have;
         if (tags::is_in_use(next) || have + tags::size(next) < need) return false;
         const std::size_t total = have + tags::size(next);
+        // What growth leaves of the free block keeps its index entry where
+        // the index can move it: a buffer that realloc grows step by step
+        // eats the same free block each time. Moved before the tags are
+        // written, which may lie on its links.
+        if constexpr (requires { Index::relocate(h.index, next, total, next, total); }) {
+            std::byte* rest = b + need;
+            if (total - need >= min_block &&
+                Index::relocate(h.index, tags::payload_of(next), total - have, tags::payload_of(rest), total - need)) {
+                tags::head(b) = need | tags::in_use | (tags::head(b) & tags::prev_in_use);
+                tags::mark_free(rest, total - need, tags::prev_in_use);
+                return true;
+            }
+        }
         Index::remove(h.index, tags::payload_of(next), tags::size(next));
         tags::mark_used(b, total, tags::head(b) & tags::prev_in_use);
         trim(h, b, need);

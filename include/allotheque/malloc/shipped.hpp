@@ -82,13 +82,26 @@ struct medius {
 };
 
 // Boundary tags, bins, splitting and coalescing, with fast bins (blocks up to
-// 256 B freed without coalescing until a search needs them): half the
+// 1 KiB freed without coalescing until a search needs them): half the
 // instructions of immediate coalescing per small malloc + free
 // (bench/instructions: 539 -> 262 per pair; 112 since the malloc pops a
 // parked block inline, with no frame), the Olden suite's fragmentation
 // unchanged (README, "Lea deferred").
+//
+// Its spans grow by at least 128 KiB, twice the large threshold, as glibc
+// pads its heap's top by 128 KiB: at 64 KiB a span could never hold a block
+// near the threshold, so a buffer that realloc grew in place to ~64 KiB ran
+// out of room at its span's end, and every such growth took a new span and
+// copied the block (bench/instructions' realloc cell: 402 -> 265
+// instructions a realloc, the copy 134 of them).
+inline constexpr heap_config lea_malloc_config = [] {
+    heap_config c = malloc_config;
+    c.min_growth = 2 * c.large_threshold;
+    return c;
+}();
+
 struct lea {
-    using heap = lea_deferred_heap<arena_source, malloc_options>;
+    using heap = lea_deferred_heap<arena_source, configured<lea_malloc_config>>;
     static constexpr const char* name = "lea";
 };
 
