@@ -10,6 +10,7 @@
 #include <allotheque/allocators/quickfit.hpp>
 #include <allotheque/allocators/velox.hpp>
 #include <allotheque/heap.hpp>
+#include <allotheque/malloc/shipped.hpp>
 #include <allotheque/sources/counting_source.hpp>
 #include <allotheque/sources/mmap_source.hpp>
 
@@ -450,6 +451,43 @@ TEMPLATE_TEST_CASE("heap: try_allocate_cached serves only chunks the partition h
     CHECK(h.try_allocate_cached(al::request{100000}) == nullptr);            // large: the slow path's
     CHECK(h.try_allocate_cached(al::request{24, nullptr, 8192}) == nullptr);   // over-aligned: same
     for (void* p : again) h.deallocate(p, al::request{24});
+}
+
+// Velox' size tables keep each span's stack of its size in the span's record
+// (hash_table::span_chunks), and a free that finds that stack empty pushes
+// there and sets the size's bits without looking its class up
+// (size_fronts::put_emptied). A sweep must then leave the class in place:
+// here spans whose chunks are all live are swept past (trim()), then every
+// chunk is freed onto its emptied stack, and allocations of the size must
+// find every one of them again from the memory held (a span that also held
+// dropped chunks still has those, so a few more may come first).
+TEMPLATE_TEST_CASE("heap: frees onto span stacks after a sweep are found again", "[heap]",
+                   al::heap<al::velox_classed_partition<>>, al::malloc_declarations::velox::heap) {
+    auto h = std::make_unique<TestType>();
+    constexpr int n = 8000;
+    std::vector<void*> kept, dropped;
+    for (int i = 0; i < n; ++i) (i < n / 2 ? kept : dropped).push_back(h->allocate(al::request{48}));
+    for (void* p : dropped) h->deallocate(p, al::request{48});
+    h->trim();   // the dropped half's spans go back; the kept half's spans hold no free chunk
+    for (int round = 0; round < 2; ++round) {
+        for (void* p : kept) h->deallocate(p, al::request{48});
+        const std::size_t held = h->stats().os_bytes;
+        std::set<void*> missing(kept.begin(), kept.end());
+        std::vector<void*> again;
+        while (!missing.empty() && again.size() < kept.size() + 1000) {
+            void* p = h->allocate(al::request{48});
+            std::memset(p, 0x5a, 48);
+            missing.erase(p);
+            again.push_back(p);
+        }
+        CHECK(missing.empty());
+        CHECK(h->stats().os_bytes == held);
+        CHECK(std::set<void*>(again.begin(), again.end()).size() == again.size());   // each handed out once
+        for (void* p : again)
+            if (std::find(kept.begin(), kept.end(), p) == kept.end()) h->deallocate(p, al::request{48});
+        h->trim();   // a second sweep with every kept chunk live
+    }
+    for (void* p : kept) h->deallocate(p, al::request{48});
 }
 
 // The locality heaps keep their pop apart from their search: try_allocate_cached

@@ -740,13 +740,17 @@ public:
     }
 
     // Every chunk of every class to f; the table keeps its mapped metadata.
+    // Where spans keep their class's stack (keeps_span_chunks), the classes
+    // stay, empty: a free onto a span's emptied stack then pushes there with
+    // no lookup of its class (size_fronts::put_emptied), which may not have
+    // been given up while a span holds chunks in it.
     template <class F>
     static void drain(header_type& h, F&& f) noexcept {
         settle(h);
         for (std::size_t i = h.classes.first(); i != npos;) {
             const std::size_t next = h.classes.next(i);
             Nested::drain(*h.classes.find(i), f);
-            h.classes.release(i);
+            if constexpr (!keeps_span_chunks) h.classes.release(i);
             i = next;
         }
         forget_search_state(h, false);   // the chunks come back at once, most of them
